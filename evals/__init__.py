@@ -1,0 +1,1 @@
+"""Benchmark harness behind `memora eval`; data stays in ../shared/bench."""

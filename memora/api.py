@@ -1,0 +1,430 @@
+"""The public Python API: the one way in for the CLI, the agent's tools and the evaluations.
+
+    memora = Memora()                      # settings from the environment
+    memora.add("alice", "I prefer concise answers")
+    memora.search("alice", "how should answers look?")
+    memora.forget("alice", memory_id)      # a person deleting directly
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from memora.audit import AuditEntry, AuditLog
+from memora.config import Settings, get_settings
+from memora.dates import resolve_relative_dates
+from memora.embeddings import MemoraEmbeddings, estimate_tokens, make_embeddings
+from memora.importance import ImportanceScorer, RuleImportanceScorer
+from memora.models import (
+    MemoryCandidate,
+    MemorySource,
+    MemoryStatus,
+    MemoryType,
+    MemoryUnit,
+    Neighbour,
+    ReconcileAction,
+    ReconcileDecision,
+    utcnow,
+)
+from memora.policy import MemoryClassifier, apply_memory_policy
+from memora.profile import UserProfileStore
+from memora.reconcile import OfflineReconciler, Reconciler
+from memora.retrieval import RetrievedMemory, dense_query_text, rank
+from memora.store import LongTermMemoryStore, new_memory_id
+
+RECONCILE_NEIGHBOURS = 10
+
+
+@dataclass
+class WriteOutcome:
+    """What the write path did with one candidate."""
+
+    accepted: bool
+    reason: str | None = None
+    """The policy's rejection reason when not accepted."""
+    action: ReconcileAction | None = None
+    memory_id: str | None = None
+    """The stored memory, or for ``skip`` the existing duplicate."""
+    affected_ids: list[str] = field(default_factory=list)
+    """Existing memories the action touched (superseded, duplicated, in conflict)."""
+    tokens: int = 0
+    """Embedding tokens spent."""
+
+
+@dataclass
+class ConsolidationReport:
+    """What one consolidation run changed."""
+
+    merged: list[str] = field(default_factory=list)
+    expired: list[str] = field(default_factory=list)
+    decayed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class History:
+    """A memory's supersession chain and the audit entries that name it."""
+
+    chain: list[MemoryUnit]
+    audit: list[AuditEntry]
+
+
+class Memora:
+    """Long-term memory for many users: policy, write path, recall, lifecycle."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        embeddings: MemoraEmbeddings | None = None,
+        reconciler: Reconciler | None = None,
+        importance: ImportanceScorer | None = None,
+        classifier: MemoryClassifier | None = None,
+        clock: Callable[[], datetime] = utcnow,
+        allow_model_change: bool = False,
+    ) -> None:
+        self.settings = settings or get_settings()
+        self.embeddings = embeddings or make_embeddings(self.settings)
+        self.store = LongTermMemoryStore(
+            self.settings.data_dir,
+            self.embeddings.spec,
+            self.settings.chroma_url,
+            allow_model_change=allow_model_change,
+        )
+        self.audit = AuditLog(self.settings.data_dir)
+        self.profile = UserProfileStore(self.store.db)
+        self.reconciler = reconciler or OfflineReconciler()
+        self.importance = importance or RuleImportanceScorer()
+        self.classifier = classifier
+        self.clock = clock
+
+    # -- write path ---------------------------------------------------------
+
+    def add(
+        self,
+        user_id: str,
+        content: str,
+        *,
+        memory_type: MemoryType = MemoryType.SEMANTIC,
+        user_message: str | None = None,
+        source: MemorySource | None = None,
+        said_at: datetime | None = None,
+        reason: str = "explicit_request",
+        metadata: dict[str, Any] | None = None,
+    ) -> WriteOutcome:
+        """Remember one text through the full write path.
+
+        ``user_message`` defaults to the text itself: a person typing a memory
+        is its own source.
+        """
+        candidate = MemoryCandidate(
+            content=content,
+            memory_type=memory_type,
+            user_message=content if user_message is None else user_message,
+            said_at=said_at,
+            reason=reason,
+            metadata=metadata or {},
+        )
+        return self.store_accepted_memories(user_id, [candidate], source or MemorySource())[0]
+
+    def store_accepted_memories(
+        self, user_id: str, candidates: Sequence[MemoryCandidate], source: MemorySource
+    ) -> list[WriteOutcome]:
+        """Run the write path for each candidate, in order.
+
+        policy (again) -> importance -> embedding -> candidate search in the
+        user's scope -> reconcile -> store -> audit.
+        """
+        return [self._write_one(user_id, candidate, source) for candidate in candidates]
+
+    def _write_one(
+        self, user_id: str, candidate: MemoryCandidate, source: MemorySource
+    ) -> WriteOutcome:
+        accepted, rejected = apply_memory_policy([candidate], self.classifier)
+        if not accepted:
+            reason = rejected[0].reason.value
+            self.audit.record(
+                user_id, "write", "rejected", reason=reason, source=source.actor,
+                thread_id=source.thread_id,
+            )
+            return WriteOutcome(accepted=False, reason=reason)
+        said_at = candidate.said_at or self.clock()
+        content, resolved = resolve_relative_dates(candidate.content.strip(), said_at)
+        candidate = candidate.model_copy(update={"content": content, "said_at": said_at})
+        rating = self.importance.score(candidate)
+        vector = self.embeddings.embed_array([content])[0]
+        tokens = estimate_tokens([content])
+        neighbours = self._neighbours(user_id, candidate, vector, said_at)
+        decision = self.reconciler.decide(candidate, neighbours)
+        unit = MemoryUnit(
+            id=new_memory_id(),
+            user_id=user_id,
+            content=content,
+            memory_type=candidate.memory_type,
+            kind=rating.kind,
+            scope=candidate.scope,
+            thread_id=candidate.thread_id,
+            importance=rating.importance,
+            source=source,
+            metadata={
+                **candidate.metadata,
+                **({"resolved_dates": [r.value for r in resolved]} if resolved else {}),
+            },
+            created_at=said_at,
+            updated_at=said_at,
+            expires_at=candidate.metadata.get("expires_at"),
+        )
+        outcome = self._apply(user_id, unit, vector, decision)
+        outcome.tokens = tokens
+        self.audit.record(
+            user_id, "write", "accepted", action=decision.action.value,
+            memory_ids=[i for i in [outcome.memory_id, *outcome.affected_ids] if i],
+            source=source.actor, thread_id=source.thread_id,
+        )
+        return outcome
+
+    def _neighbours(
+        self, user_id: str, candidate: MemoryCandidate, vector: np.ndarray, now: datetime
+    ) -> list[Neighbour]:
+        found = rank(
+            self.store.index_for(user_id), candidate.content, vector,
+            now=now, limit=RECONCILE_NEIGHBOURS, min_relevance=0.0,
+            dimension=self.embeddings.spec.dimension, thread_id=candidate.thread_id,
+        )
+        return [Neighbour(memory=hit.memory, similarity=hit.semantic_similarity) for hit in found]
+
+    def _apply(
+        self, user_id: str, unit: MemoryUnit, vector: np.ndarray, decision: ReconcileDecision
+    ) -> WriteOutcome:
+        action = decision.action
+        if action is ReconcileAction.SKIP:
+            duplicate = decision.target_ids[0] if decision.target_ids else None
+            return WriteOutcome(True, action=action, memory_id=duplicate,
+                                affected_ids=list(decision.target_ids))
+        if action is ReconcileAction.UPDATE and decision.target_ids:
+            superseded = self.store.supersede(user_id, decision.target_ids, unit, vector)
+            return WriteOutcome(True, action=action, memory_id=unit.id, affected_ids=superseded)
+        if action is ReconcileAction.REVIEW:
+            unit.metadata["review_targets"] = list(decision.target_ids)
+            self.store.add([unit], np.asarray([vector]))
+            self.store.mark_review(user_id, unit.id, True)
+            return WriteOutcome(True, action=action, memory_id=unit.id,
+                                affected_ids=list(decision.target_ids))
+        self.store.add([unit], np.asarray([vector]))
+        return WriteOutcome(True, action=action, memory_id=unit.id,
+                            affected_ids=list(decision.target_ids))
+
+    def ingest(self, units: Sequence[MemoryUnit]) -> list[str]:
+        """Bulk-store ready memory units of one user, skipping policy and reconciliation.
+
+        For imports and evaluations that measure recall rather than selection.
+        """
+        if not units:
+            return []
+        vectors = self.embeddings.embed_array([unit.content for unit in units])
+        return self.store.add(units, vectors)
+
+    # -- recall -------------------------------------------------------------
+
+    def search(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        limit: int | None = None,
+        min_score: float | None = None,
+        thread_id: str | None = None,
+        now: datetime | None = None,
+        audit: bool = True,
+    ) -> list[RetrievedMemory]:
+        """Recall this user's memories for a query, within the retrieval policy.
+
+        The caller may ask for fewer results or a stricter threshold, never more.
+        """
+        results = self._rank(
+            user_id, query,
+            limit=min(limit or self.settings.retrieval_limit, self.settings.retrieval_limit),
+            min_score=max(min_score or 0.0, self.settings.retrieval_min_score),
+            thread_id=thread_id, now=now,
+        )
+        if audit:
+            self.audit.record(
+                user_id, "read", "returned", query=query,
+                memory_ids=[hit.memory.id for hit in results],
+                scores=[hit.score for hit in results], thread_id=thread_id,
+            )
+        return results
+
+    def rank_for_evaluation(
+        self, user_id: str, query: str, k: int, now: datetime
+    ) -> list[RetrievedMemory]:
+        """The exact ``search`` ranking with k raised and no threshold (evaluations only)."""
+        return self._rank(user_id, query, limit=k, min_score=0.0, thread_id=None, now=now)
+
+    def _rank(
+        self, user_id: str, query: str, *, limit: int, min_score: float,
+        thread_id: str | None, now: datetime | None,
+    ) -> list[RetrievedMemory]:
+        vector = self.embeddings.embed_array([dense_query_text(query)])[0]
+        return rank(
+            self.store.index_for(user_id), query, vector,
+            now=now or self.clock(), limit=limit, min_relevance=min_score,
+            dimension=self.embeddings.spec.dimension, thread_id=thread_id,
+            half_life_days=self.settings.recency_half_life_days,
+        )
+
+    def touch(self, user_id: str, memory_ids: Iterable[str]) -> int:
+        """Record that the agent used these memories in a successful answer."""
+        return self.store.touch(user_id, memory_ids)
+
+    # -- reading and forgetting ---------------------------------------------
+
+    def get(self, user_id: str, memory_id: str) -> MemoryUnit | None:
+        """One memory of this user, or None (unknown and foreign ids look the same)."""
+        return self.store.get(user_id, memory_id)
+
+    def list(self, user_id: str, status: MemoryStatus | None = None) -> list[MemoryUnit]:
+        """This user's memories, oldest first."""
+        return self.store.list(user_id, status)
+
+    def forget(self, user_id: str, memory_id: str, *, actor: str = "user") -> list[str]:
+        """Delete a memory and its whole supersession chain; returns the deleted ids.
+
+        Idempotent: an unknown, foreign or already deleted id deletes nothing.
+        """
+        deleted = self.store.delete(user_id, memory_id)
+        if deleted:
+            self.audit.redact_reads_of(user_id, deleted)
+            self.audit.record(user_id, "delete", "deleted", memory_ids=deleted, source=actor)
+        return deleted
+
+    def history(self, user_id: str, memory_id: str) -> History:
+        """A memory's supersession chain (oldest first) and its audit trail."""
+        chain = self.store.chain(user_id, memory_id)
+        entries: list[AuditEntry] = []
+        for unit in chain:
+            entries.extend(self.audit.entries(user_id, unit.id))
+        unique = {entry.seq: entry for entry in entries}
+        return History(chain=chain, audit=[unique[seq] for seq in sorted(unique)])
+
+    # -- review ---------------------------------------------------------------
+
+    def review_items(self, user_id: str) -> list[MemoryUnit]:
+        """Memories the write path flagged as an ambiguous conflict."""
+        return self.store.list(user_id, review_only=True)
+
+    def resolve_review(self, user_id: str, memory_id: str, accept: bool) -> bool:
+        """Accept (supersede what it conflicted with) or reject (delete) a flagged memory."""
+        unit = self.store.get(user_id, memory_id)
+        if unit is None:
+            return False
+        if accept:
+            targets = [t for t in unit.metadata.get("review_targets", []) if t != memory_id]
+            for target in targets:
+                self.store.update(
+                    user_id, target, status=MemoryStatus.SUPERSEDED, superseded_by=memory_id
+                )
+            self.store.mark_review(user_id, memory_id, False)
+            self.audit.record(user_id, "review", "accepted", memory_ids=[memory_id, *targets])
+        else:
+            self.forget(user_id, memory_id, actor="review")
+        return True
+
+    # -- lifecycle ------------------------------------------------------------
+
+    def consolidate(self, user_id: str, now: datetime | None = None) -> ConsolidationReport:
+        """Expire, merge near-duplicates and decay unused memories. Never deletes."""
+        now = now or self.clock()
+        report = ConsolidationReport()
+        for unit in self.store.list(user_id, MemoryStatus.ACTIVE):
+            if unit.expires_at is not None and unit.expires_at <= now:
+                self.store.update(user_id, unit.id, status=MemoryStatus.ARCHIVED)
+                report.expired.append(unit.id)
+        report.merged = self._merge_duplicates(user_id, now)
+        decay_after = timedelta(days=self.settings.decay_after_days)
+        for unit in self.store.list(user_id, MemoryStatus.ACTIVE):
+            last_used = unit.last_accessed_at or unit.created_at
+            last_decay = unit.metadata.get("decayed_at")
+            recently_decayed = last_decay and now - datetime.fromisoformat(last_decay) < decay_after
+            if unit.importance > 1 and now - last_used >= decay_after and not recently_decayed:
+                self.store.update(
+                    user_id, unit.id, importance=unit.importance - 1,
+                    metadata={**unit.metadata, "decayed_at": now.isoformat()},
+                )
+                report.decayed.append(unit.id)
+        if report.merged or report.expired or report.decayed:
+            self.audit.record(
+                user_id, "consolidate", "changed",
+                memory_ids=[*report.merged, *report.expired, *report.decayed],
+            )
+        return report
+
+    def _merge_duplicates(self, user_id: str, now: datetime) -> list[str]:
+        """Supersede older near-duplicates by the newest copy; returns the superseded ids."""
+        merged: list[str] = []
+        actives = sorted(
+            self.store.list(user_id, MemoryStatus.ACTIVE), key=lambda u: u.created_at, reverse=True
+        )
+        for unit in actives:
+            if unit.id in merged:
+                continue
+            vector = self.embeddings.embed_array([unit.content])[0]
+            others = [
+                n for n in self._neighbours(
+                    user_id, MemoryCandidate(content=unit.content, thread_id=unit.thread_id),
+                    vector, now,
+                )
+                if n.memory.id != unit.id and n.memory.id not in merged
+            ]
+            decision = self.reconciler.decide(
+                MemoryCandidate(content=unit.content, memory_type=unit.memory_type), others
+            )
+            if decision.action is ReconcileAction.SKIP:
+                for target in decision.target_ids:
+                    self.store.update(
+                        user_id, target, status=MemoryStatus.SUPERSEDED, superseded_by=unit.id
+                    )
+                    merged.append(target)
+        return merged
+
+    # -- profile --------------------------------------------------------------
+
+    def get_profile(self, user_id: str) -> dict[str, str]:
+        """The user's confirmed profile."""
+        return self.profile.get(user_id)
+
+    # -- export, import, reindex -------------------------------------------------
+
+    def export(self, user_id: str) -> Iterator[str]:
+        """Every memory of the user as JSON lines (all fields, any status)."""
+        for unit in self.store.list(user_id):
+            yield unit.model_dump_json()
+
+    def import_lines(self, user_id: str, lines: Iterable[str]) -> int:
+        """Load exported JSON lines into this user's store, keeping every field.
+
+        Raises:
+            ValueError: A line is not a valid memory; nothing is imported then.
+        """
+        units: list[MemoryUnit] = []
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                unit = MemoryUnit.model_validate(json.loads(line))
+            except ValueError as error:
+                raise ValueError(f"line {number}: not a memory ({error})") from None
+            units.append(unit.model_copy(update={"user_id": user_id}))
+        existing = {unit.id for unit in self.store.list(user_id)}
+        fresh = [unit for unit in units if unit.id not in existing]
+        self.ingest(fresh)
+        return len(fresh)
+
+    def reindex(self) -> int:
+        """Re-embed every memory with the configured model."""
+        return self.store.reindex(self.embeddings.embed_array)

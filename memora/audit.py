@@ -1,0 +1,123 @@
+"""The audit log: every write decision and every read, in SQLite.
+
+A rejected candidate's text is never recorded, only its reason. Memory text
+is never recorded either: entries name memory ids, so forgetting a memory
+leaves nothing of it here except read queries, which are redacted when a
+memory they returned is forgotten.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memora.db import Database
+from memora.models import utcnow
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    thread_id TEXT,
+    event TEXT NOT NULL,
+    decision TEXT NOT NULL,
+    reason TEXT,
+    action TEXT,
+    memory_ids TEXT NOT NULL,
+    query TEXT,
+    scores TEXT,
+    source TEXT
+);
+CREATE INDEX IF NOT EXISTS audit_user ON audit (user_id, seq);
+"""
+
+REDACTED = "[redacted: a memory this query returned was forgotten]"
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One audit record as read back."""
+
+    seq: int
+    at: str
+    user_id: str
+    thread_id: str | None
+    event: str
+    decision: str
+    reason: str | None
+    action: str | None
+    memory_ids: list[str]
+    query: str | None
+    scores: list[float] | None
+    source: str | None
+
+
+class AuditLog:
+    """Append-only audit records, plus redaction on forget."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.db = Database(data_dir / "audit.db", _SCHEMA)
+
+    def record(
+        self,
+        user_id: str,
+        event: str,
+        decision: str,
+        *,
+        reason: str | None = None,
+        action: str | None = None,
+        memory_ids: Sequence[str] = (),
+        query: str | None = None,
+        scores: Sequence[float] | None = None,
+        source: str | None = None,
+        thread_id: str | None = None,
+    ) -> None:
+        """Append one entry. ``event`` is write, read, delete, review or consolidate."""
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO audit (at, user_id, thread_id, event, decision, reason, action,"
+                " memory_ids, query, scores, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    utcnow().isoformat(), user_id, thread_id, event, decision, reason, action,
+                    json.dumps(list(memory_ids)), query,
+                    json.dumps([round(s, 4) for s in scores]) if scores is not None else None,
+                    source,
+                ),
+            )
+
+    def redact_reads_of(self, user_id: str, memory_ids: Sequence[str]) -> int:
+        """Blank the query text of reads that returned any of these memories."""
+        changed = 0
+        with self.db.transaction() as conn:
+            for memory_id in memory_ids:
+                cursor = conn.execute(
+                    "UPDATE audit SET query = ? WHERE user_id = ? AND event = 'read'"
+                    " AND query IS NOT NULL AND query != ? AND memory_ids LIKE ?",
+                    (REDACTED, user_id, REDACTED, f'%"{memory_id}"%'),
+                )
+                changed += cursor.rowcount
+        return changed
+
+    def entries(self, user_id: str, memory_id: str | None = None, limit: int = 200) -> list[AuditEntry]:
+        """Recent entries of a user, newest last, optionally only those naming one memory."""
+        sql = "SELECT * FROM audit WHERE user_id = ?"
+        params: list[Any] = [user_id]
+        if memory_id is not None:
+            sql += " AND memory_ids LIKE ?"
+            params.append(f'%"{memory_id}"%')
+        rows = self.db.query(sql + " ORDER BY seq DESC LIMIT ?", (*params, limit))
+        return [
+            AuditEntry(
+                seq=row["seq"], at=row["at"], user_id=row["user_id"], thread_id=row["thread_id"],
+                event=row["event"], decision=row["decision"], reason=row["reason"],
+                action=row["action"], memory_ids=json.loads(row["memory_ids"]),
+                query=row["query"],
+                scores=json.loads(row["scores"]) if row["scores"] else None,
+                source=row["source"],
+            )
+            for row in reversed(rows)
+        ]

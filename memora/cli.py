@@ -1,0 +1,223 @@
+"""The ``memora`` command line (typer + rich)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from memora.config import ConfigError, get_settings
+from memora.db import StoreError
+from memora.models import MemorySource, MemoryStatus
+
+app = typer.Typer(help="Memora: a chat agent with agentic long-term memory.", no_args_is_help=True)
+memories_app = typer.Typer(help="Inspect and manage long-term memories.", no_args_is_help=True)
+eval_app = typer.Typer(help="Benchmarks on ../shared/bench data.", no_args_is_help=True)
+app.add_typer(memories_app, name="memories")
+app.add_typer(eval_app, name="eval")
+
+console = Console()
+errors = Console(stderr=True)
+
+UserOption = Annotated[str, typer.Option("--user", "-u", help="User id the command acts for.")]
+
+
+def _memora(*, allow_model_change: bool = False):  # type: ignore[no-untyped-def]
+    from memora.api import Memora
+
+    return Memora(get_settings(), allow_model_change=allow_model_change)
+
+
+def _status_style(status: str) -> str:
+    return {"active": "green", "superseded": "yellow", "archived": "dim"}.get(status, "")
+
+
+@memories_app.command("add")
+def memories_add(text: str, user: UserOption = "default") -> None:
+    """Remember TEXT through the full write path (policy, reconcile, store)."""
+    outcome = _memora().add(user, text, source=MemorySource(actor="cli"))
+    if not outcome.accepted:
+        console.print(f"[red]rejected[/red]: {outcome.reason}")
+        raise typer.Exit(1)
+    action = outcome.action.value if outcome.action else "?"
+    console.print(f"[green]accepted[/green] ({action}) id={outcome.memory_id}")
+    if outcome.affected_ids:
+        console.print(f"affected: {', '.join(outcome.affected_ids)}")
+
+
+@memories_app.command("search")
+def memories_search(query: str, user: UserOption = "default") -> None:
+    """Search memories with the agent's ranking and retrieval policy."""
+    results = _memora().search(user, query)
+    if not results:
+        console.print("no memories found")
+        return
+    table = Table("id", "content", "score", "relevance", "cosine", "lexical")
+    for hit in results:
+        table.add_row(
+            hit.memory.id, hit.memory.content, f"{hit.score:.3f}", f"{hit.relevance:.3f}",
+            f"{hit.semantic_similarity:.3f}", f"{hit.lexical:.3f}",
+        )
+    console.print(table)
+
+
+@memories_app.command("list")
+def memories_list(
+    user: UserOption = "default",
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+    status: Annotated[str | None, typer.Option(help="active, superseded or archived")] = None,
+) -> None:
+    """List memories (oldest first)."""
+    wanted = MemoryStatus(status) if status else None
+    units = _memora().list(user, wanted)
+    if as_json:
+        print(json.dumps([json.loads(unit.model_dump_json()) for unit in units], ensure_ascii=False))
+        return
+    table = Table("id", "status", "kind", "imp", "content")
+    for unit in units:
+        style = _status_style(unit.status.value)
+        table.add_row(unit.id, f"[{style}]{unit.status.value}[/]", unit.kind,
+                      str(unit.importance), unit.content)
+    console.print(table)
+
+
+def _missing(memory_id: str) -> typer.Exit:
+    errors.print(f"no memory {memory_id} for this user")
+    return typer.Exit(1)
+
+
+@memories_app.command("show")
+def memories_show(memory_id: str, user: UserOption = "default") -> None:
+    """Show every field of one memory."""
+    unit = _memora().get(user, memory_id)
+    if unit is None:
+        raise _missing(memory_id)
+    console.print_json(unit.model_dump_json())
+
+
+@memories_app.command("history")
+def memories_history(memory_id: str, user: UserOption = "default") -> None:
+    """Show a memory's supersession chain and its audit trail."""
+    history = _memora().history(user, memory_id)
+    if not history.chain:
+        raise _missing(memory_id)
+    table = Table("id", "status", "created", "superseded_by", "content", title="versions")
+    for unit in history.chain:
+        table.add_row(unit.id, unit.status.value, unit.created_at.isoformat(timespec="seconds"),
+                      unit.superseded_by or "", unit.content)
+    console.print(table)
+    trail = Table("at", "event", "decision", "action", "ids", title="audit")
+    for entry in history.audit:
+        trail.add_row(entry.at, entry.event, entry.decision, entry.action or "",
+                      ", ".join(entry.memory_ids))
+    console.print(trail)
+
+
+@memories_app.command("forget")
+def memories_forget(
+    memory_id: str,
+    user: UserOption = "default",
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
+) -> None:
+    """Delete a memory and its history (asks first unless --yes)."""
+    memora = _memora()
+    preview = memora.store.get_preview(user, memory_id)
+    if preview is None:
+        raise _missing(memory_id)
+    console.print(f"Memory: {preview}")
+    if not yes:
+        answer = _ask("Delete this memory? [y/N]: ")
+        if answer not in {"y", "yes"}:
+            console.print("kept")
+            return
+    deleted = memora.forget(user, memory_id, actor="cli")
+    console.print(f"deleted {len(deleted)} version(s)")
+
+
+def _ask(prompt: str) -> str:
+    """Read one answer; end of input or no terminal means no."""
+    try:
+        return input(prompt).strip().lower()
+    except EOFError:
+        return ""
+
+
+@memories_app.command("review")
+def memories_review(user: UserOption = "default") -> None:
+    """Accept or reject each memory the write path flagged for review."""
+    memora = _memora()
+    items = memora.review_items(user)
+    if not items:
+        console.print("nothing to review")
+        return
+    for unit in items:
+        console.print(f"[bold]{unit.content}[/bold]")
+        for target in unit.metadata.get("review_targets", []):
+            other = memora.get(user, target)
+            if other is not None:
+                console.print(f"  conflicts with: {other.content}")
+        answer = _ask("Keep the new memory and supersede the old? [y/N]: ")
+        memora.resolve_review(user, unit.id, accept=answer in {"y", "yes"})
+        console.print("accepted" if answer in {"y", "yes"} else "rejected (deleted)")
+
+
+@memories_app.command("export")
+def memories_export(
+    user: UserOption = "default",
+    out: Annotated[Path | None, typer.Option(help="File to write; stdout if omitted.")] = None,
+) -> None:
+    """Export every memory as JSON lines."""
+    lines = list(_memora().export(user))
+    text = "".join(line + "\n" for line in lines)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text, encoding="utf-8")
+        console.print(f"exported {len(lines)} memories to {out}")
+
+
+@memories_app.command("import")
+def memories_import(path: Path, user: UserOption = "default") -> None:
+    """Import memories from a JSON-lines export (ids already present are skipped)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        count = _memora().import_lines(user, lines)
+    except (OSError, ValueError) as error:
+        errors.print(f"import failed: {error}")
+        raise typer.Exit(1) from None
+    console.print(f"imported {count} memories")
+
+
+@memories_app.command("reindex")
+def memories_reindex() -> None:
+    """Re-embed every memory with the configured embedding model."""
+    count = _memora(allow_model_change=True).reindex()
+    console.print(f"re-embedded {count} memories with {get_settings().embeddings}")
+
+
+@memories_app.command("consolidate")
+def memories_consolidate(user: UserOption = "default") -> None:
+    """Merge near-duplicates, archive expired memories, decay long-unused ones."""
+    report = _memora().consolidate(user)
+    console.print(
+        f"merged {len(report.merged)}, expired {len(report.expired)}, "
+        f"decayed {len(report.decayed)}"
+    )
+
+
+def main() -> None:
+    """Console entry point: known failures print one line and exit non-zero."""
+    try:
+        from evals import cli as _eval_commands  # noqa: F401  (registers `memora eval`)
+
+        app()
+    except (StoreError, ConfigError) as error:
+        errors.print(f"memora: {error}")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)

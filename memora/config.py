@@ -1,0 +1,86 @@
+"""Settings from the environment and `.env`, validated by pydantic-settings."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ConfigError(ValueError):
+    """A setting has an invalid value; the message names the setting."""
+
+
+class Settings(BaseSettings):
+    """Memora's configuration. Every field can be set as ``MEMORA_<NAME>``."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="MEMORA_", env_file=".env", extra="ignore", validate_default=True
+    )
+
+    data_dir: Path = Field(default=Path("~/.memora"))
+    """Where memories, profile, audit and conversation checkpoints live."""
+    chroma_url: str | None = None
+    """A Chroma server (``chroma run``) to use instead of the on-disk client, e.g. http://127.0.0.1:8000."""
+    embeddings: Literal["wordllama", "openai"] = "wordllama"
+    """Embedding backend: the offline WordLlama model or OpenAI's API."""
+    openai_embedding_model: str = "text-embedding-3-small"
+    """Model name used when ``embeddings`` is ``openai``."""
+    chat_model: str = "gpt-4o-mini"
+    """Chat model name for ChatOpenAI when a key or base URL is set."""
+    model_timeout_s: float = Field(default=60.0, gt=0)
+    """Timeout of one chat model call, in seconds."""
+    model_max_retries: int = Field(default=2, ge=0, le=10)
+    """Retries of a failed chat model call."""
+    retrieval_limit: int = Field(default=5, ge=1, le=50)
+    """Most memories one search returns to the agent."""
+    retrieval_min_score: float = Field(default=0.25, ge=0.0, le=1.0)
+    """Lowest relevance (0..1, see README) a memory needs to be returned."""
+    max_agent_steps: int = Field(default=4, ge=1, le=20)
+    """Tool executions allowed in one turn (seed 002)."""
+    tool_step_token_reserve: int = Field(default=1600, ge=0)
+    """Tokens reserved in the context for each agent step (seed 001)."""
+    context_token_budget: int = Field(default=12000, ge=1000)
+    """Token budget of the assembled context, reserve included."""
+    recency_half_life_days: float = Field(default=90.0, gt=0)
+    """Half-life of the recency boost in ranking."""
+    decay_after_days: float = Field(default=180.0, gt=0)
+    """Consolidation lowers importance of memories unused for this long."""
+
+    @field_validator("data_dir")
+    @classmethod
+    def _expand(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @property
+    def agent_token_reserve(self) -> int:
+        """Tokens kept free for the agent loop: the per-step reserve times the step limit."""
+        return self.tool_step_token_reserve * self.max_agent_steps
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build settings, turning validation failures into one clear ``ConfigError``.
+
+    Args:
+        **overrides: Field values that take precedence over the environment.
+
+    Raises:
+        ConfigError: A value is invalid; the message names the setting.
+    """
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as error:
+        problems = []
+        for item in error.errors():
+            name = ".".join(str(part) for part in item["loc"]) or "settings"
+            problems.append(f"MEMORA_{name.upper()}: {item['msg']}")
+        raise ConfigError("invalid setting: " + "; ".join(problems)) from None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Return the process-wide settings, read once."""
+    return load_settings()

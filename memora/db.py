@@ -1,0 +1,81 @@
+"""SQLite connections with the pragmas Memora relies on, and clear errors."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+class StoreError(RuntimeError):
+    """The memory store cannot be used (locked, corrupt, unwritable, mismatched)."""
+
+
+def _describe(path: Path, error: sqlite3.Error) -> str:
+    text = str(error)
+    if "locked" in text or "busy" in text:
+        return f"database {path} is locked by another process; try again shortly"
+    if "malformed" in text or "not a database" in text or "file is encrypted" in text:
+        return f"database {path} is corrupt ({text}); restore it from an export or move it aside"
+    if "readonly" in text or "unable to open" in text:
+        return f"cannot write to {path} ({text}); check MEMORA_DATA_DIR and its permissions"
+    return f"database {path}: {text}"
+
+
+class Database:
+    """One SQLite file shared by threads of this process through a lock.
+
+    ``secure_delete`` zeroes freed pages so deleted memory text does not
+    linger in the file, and the rollback journal (not WAL) is truncated away
+    at each commit so no old page images survive beside it.
+    """
+
+    def __init__(self, path: Path, schema: str, busy_timeout_ms: int = 5000) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                path, timeout=busy_timeout_ms / 1000, check_same_thread=False,
+                isolation_level=None,
+            )
+            self._conn.row_factory = sqlite3.Row
+            self._conn.execute("PRAGMA secure_delete=ON")
+            self._conn.execute("PRAGMA journal_mode=TRUNCATE")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
+            self._conn.executescript(schema)
+        except OSError as error:
+            raise StoreError(f"cannot use data dir {path.parent}: {error}") from None
+        except sqlite3.Error as error:
+            raise StoreError(_describe(path, error)) from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """Run statements in one IMMEDIATE transaction; errors become ``StoreError``."""
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._conn
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as error:
+                raise StoreError(_describe(self.path, error)) from None
+
+    def query(self, sql: str, params: tuple | list = ()) -> list[sqlite3.Row]:
+        """Run a read-only statement and return all rows."""
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as error:
+                raise StoreError(_describe(self.path, error)) from None
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._conn.close()

@@ -1,0 +1,733 @@
+"""The memory policy gate: hard rules that decide whether a candidate may be remembered.
+
+Every candidate passes :func:`apply_memory_policy` before the write path. Hard rules are
+plain code and run first, in this order (the first one that fires wins):
+
+1. ``sensitive_data``: credentials, card and ID numbers, "my password is ..." values.
+2. ``instruction_like``: text that tries to steer the assistant (prompt injection).
+3. ``user_refused``: the user's message says not to remember / store it.
+4. ``assistant_generated``: the user's message does not support the candidate, or the
+   candidate describes what the assistant said.
+5. ``ephemeral``: one-off, this-time-only requests and same-day trivia.
+6. ``too_vague``: empty, over-long or content-free text.
+
+An optional model-based :class:`MemoryClassifier` runs only on candidates the hard rules
+accepted: it can add rejections, never overrule a hard one. The ``rule`` recorded with a
+rejection names the rule that fired and never contains any of the candidate's text.
+
+Library choices:
+
+* ``detect-secrets`` (Yelp) for credentials: its plugins already know the shapes of AWS,
+  GitHub, Slack, Stripe, OpenAI, JWT, private-key ... secrets and it runs fully offline.
+  ``scan_line`` is used in its ad-hoc mode, where the two high-entropy plugins report every
+  word; their hits are therefore re-checked here (length >= 20 and entropy above the
+  plugin's own limit). A scan costs well under a millisecond; the settings are global in
+  detect-secrets, so each scan runs inside ``default_settings()`` under a lock, and the
+  plugin-name mapping and entropy plugins are cached.
+* ``python-stdnum`` for number checksums: ``luhn`` (card numbers), ``cn.ric`` (PRC
+  resident ID), ``us.ssn`` and ``iban``. The Taiwan ID checksum is small and written here.
+* ``opencc`` (``t2s``) folds Traditional Chinese to Simplified once, so every Chinese
+  keyword is written once, in Simplified (驗證碼 and 验证码 both match ``验证码``).
+* ``snowballstemmer`` for English stems in the support overlap ("prefers" meets "prefer").
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator
+from functools import cache
+from typing import Any, Protocol
+
+import snowballstemmer
+from stdnum import iban, luhn
+from stdnum.cn import ric
+from stdnum.us import ssn
+
+from memora.models import MemoryCandidate, PolicyRejection, RejectionReason
+
+__all__ = [
+    "MAX_MEMORY_CHARS",
+    "MemoryClassifier",
+    "apply_memory_policy",
+    "check_candidate",
+]
+
+MAX_MEMORY_CHARS = 500
+"""Longest content accepted as one memory (the seed's AGENT_MEMORY_MAX_CHARS)."""
+
+SUPPORT_THRESHOLD = 0.34
+"""Minimum share of the candidate's content tokens that must appear in the user message."""
+
+Rule = tuple[str, re.Pattern[str]]
+
+
+class MemoryClassifier(Protocol):
+    """A (usually model-based) second opinion on candidates the hard rules accepted."""
+
+    def classify(self, candidate: MemoryCandidate) -> RejectionReason | None:
+        """Return a rejection reason, or ``None`` to accept the candidate."""
+        ...
+
+
+# --------------------------------------------------------------------------- normalisation
+
+
+@cache
+def _converter() -> Any:
+    """Return the lazily created OpenCC Traditional-to-Simplified converter (a singleton)."""
+    import opencc
+
+    return opencc.OpenCC("t2s")
+
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK_RE = re.compile(f"[{_CJK}]")
+
+
+def _normalise(text: str) -> str:
+    """Fold width (NFKC), quotes, Traditional Chinese and case for keyword matching.
+
+    Args:
+        text: Raw text.
+
+    Returns:
+        The text in half-width, Simplified Chinese, lower case.
+    """
+    text = unicodedata.normalize("NFKC", text).replace("\u2019", "'").replace("\u2018", "'")
+    if _CJK_RE.search(text):
+        text = _converter().convert(text)
+    return text.lower()
+
+
+def _first_match(text: str, rules: Iterable[Rule]) -> str | None:
+    """Return the name of the first rule whose pattern occurs in ``text``."""
+    for name, pattern in rules:
+        if pattern.search(text):
+            return name
+    return None
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+def _word_set(words: str) -> frozenset[str]:
+    """A frozenset from a whitespace-separated word list."""
+    return frozenset(words.split())
+
+
+# --------------------------------------------------------------------------- sensitive_data
+
+_ENTROPY_PLUGINS = frozenset({"Base64HighEntropyString", "HexHighEntropyString"})
+_MIN_ENTROPY_SECRET_LEN = 20
+_detect_secrets_lock = threading.Lock()
+
+
+@cache
+def _secret_type_to_plugin() -> dict[str, Any]:
+    """Map detect-secrets' secret types (e.g. "AWS Access Key") to plugin classes."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    return dict(get_mapping_from_secret_type_to_class())
+
+
+@cache
+def _plugin_instance(plugin_class: Any) -> Any:
+    """Return a cached default instance of a detect-secrets plugin class."""
+    return plugin_class()
+
+
+def _is_real_secret(plugin_class: Any, value: str | None) -> bool:
+    """Drop the ad-hoc mode's word-by-word entropy hits unless they look like a key."""
+    if plugin_class.__name__ not in _ENTROPY_PLUGINS:
+        return True
+    if not value or len(value) < _MIN_ENTROPY_SECRET_LEN:
+        return False
+    plugin = _plugin_instance(plugin_class)
+    return bool(plugin.calculate_shannon_entropy(value) > plugin.entropy_limit)
+
+
+def _detect_secrets_rule(text: str) -> str | None:
+    """Scan each line with all detect-secrets plugins; name the first plugin that fires."""
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import default_settings
+
+    mapping = _secret_type_to_plugin()
+    with _detect_secrets_lock, default_settings():
+        for line in text.splitlines():
+            for secret in scan_line(line):
+                plugin_class = mapping.get(secret.type)
+                if plugin_class is None:
+                    continue
+                if _is_real_secret(plugin_class, secret.secret_value):
+                    return f"detect-secrets:{plugin_class.__name__}"
+    return None
+
+
+_CARD_RE = re.compile(r"(?<![\d.])\d(?:[ -]?\d){12,18}(?![\d.])")
+
+
+def _has_card_number(text: str) -> bool:
+    """True if ``text`` holds a Luhn-valid 13-19 digit number (spaces/dashes allowed)."""
+    for match in _CARD_RE.finditer(text):
+        digits = re.sub(r"\D", "", match.group())
+        if 13 <= len(digits) <= 19 and len(set(digits)) > 1 and luhn.is_valid(digits):
+            return True
+    return False
+
+
+_TW_LETTER_CODES = dict(zip("ABCDEFGHJKLMNPQRSTUVXYWZIO", range(10, 36), strict=True))
+_TW_ID_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z][12]\d{8}(?!\d)")
+_TW_WEIGHTS = (1, 9, 8, 7, 6, 5, 4, 3, 2, 1, 1)
+
+
+def is_valid_tw_id(value: str) -> bool:
+    """Check a Taiwan national ID (``[A-Z][12]\\d{8}``) including its checksum.
+
+    The letter maps to a two-digit area code (A=10 ... with I, O, W, Z out of order);
+    the eleven digits are weighted 1,9,8,7,6,5,4,3,2,1,1 and must sum to a multiple of 10.
+
+    Args:
+        value: Candidate ID, e.g. ``"A123456789"``.
+
+    Returns:
+        True if the format and checksum are valid.
+    """
+    value = value.upper()
+    if not re.fullmatch(r"[A-Z][12]\d{8}", value):
+        return False
+    digits = [int(d) for d in f"{_TW_LETTER_CODES[value[0]]}{value[1:]}"]
+    return sum(w * d for w, d in zip(_TW_WEIGHTS, digits, strict=True)) % 10 == 0
+
+
+_CN_RIC_RE = re.compile(r"(?<![A-Za-z0-9])\d{17}[\dXx](?![A-Za-z0-9])")
+_SSN_RE = re.compile(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])")
+_IBAN_RE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{1,4}){3,8}")
+
+
+def _has_iban(text: str) -> bool:
+    """True if ``text`` holds a valid IBAN (grouped or not); trailing groups are trimmed."""
+    for match in _IBAN_RE.finditer(text):
+        groups = match.group().split()
+        for end in range(len(groups), 0, -1):
+            if iban.is_valid("".join(groups[:end])):
+                return True
+    return False
+
+
+def _national_id_rule(text: str) -> str | None:
+    """Name the national ID (or IBAN) rule that matches ``text``, if any."""
+    if any(ric.is_valid(m.group()) for m in _CN_RIC_RE.finditer(text)):
+        return "national-id:cn.ric"
+    if any(is_valid_tw_id(m.group()) for m in _TW_ID_RE.finditer(text)):
+        return "national-id:tw"
+    if any(ssn.is_valid(m.group()) for m in _SSN_RE.finditer(text)):
+        return "national-id:us.ssn"
+    if _has_iban(text):
+        return "iban"
+    return None
+
+
+def _ascii_words(*words: str) -> str:
+    """Alternation of English keyword patterns, bounded by non-letters (works next to CJK)."""
+    return rf"(?<![a-z])(?:{'|'.join(words)})(?![a-z])"
+
+
+# Keyword categories, matched on normalised (Simplified, lower-case) text. The "strict" ones
+# are secrets in themselves: "my password is X" or "remember my PIN" is enough to reject.
+_SECRET_KEYWORDS: dict[str, str] = {
+    "verification-code": _ascii_words(
+        r"verification[\s_-]?code", r"otp", r"one[\s-]?time[\s-]?(?:pass)?(?:word|code)",
+        r"2fa(?:[\s_-]?code)?", r"mfa(?:[\s_-]?code)?", r"auth(?:entication)?[\s_-]?code",
+        r"security[\s_-]?code", r"sms[\s_-]?code", r"confirmation[\s_-]?code",
+    ) + r"|验证码|校验码|认证码|动态码|动态密码|确认码|安全码",
+    "password": _ascii_words(r"password", r"passwd", r"pwd", r"passcode", r"passphrase")
+    + r"|密码|口令|通行码",
+    "pin": _ascii_words(r"pin(?:[\s_-]?(?:code|number))?") + r"|pin码",
+    "api-key": _ascii_words(
+        r"api[\s_-]?key", r"access[\s_-]?key", r"secret[\s_-]?key", r"private[\s_-]?key",
+        r"client[\s_-]?secret",
+    ) + r"|金钥|密钥|私钥",
+    "token": _ascii_words(r"(?:access[\s_-]?|auth[\s_-]?|bearer[\s_-]?)?token") + r"|令牌|权杖",
+    "recovery-code": _ascii_words(
+        r"recovery[\s_-]?codes?", r"backup[\s_-]?codes?", r"seed[\s_-]?phrase", r"mnemonic",
+    ) + r"|助记词|恢复码|备用码",
+}
+_ID_KEYWORDS: dict[str, str] = {
+    "secret": _ascii_words(r"secret"),
+    "card-number": _ascii_words(
+        r"credit[\s_-]?card", r"debit[\s_-]?card", r"card[\s_-]?(?:number|no)", r"cvv", r"cvc",
+    ) + r"|信用卡|金融卡|银行卡|卡号",
+    "national-id": _ascii_words(
+        r"ssn", r"social[\s_-]?security(?:[\s_-]?number)?", r"national[\s_-]?id",
+        r"id[\s_-]?(?:card[\s_-]?)?(?:number|no)", r"tax[\s_-]?id",
+    ) + r"|身份证|身分证|居民身份|统一编号|税号",
+    "bank-account": _ascii_words(
+        r"bank[\s_-]?account", r"account[\s_-]?(?:number|no)", r"routing[\s_-]?number", r"iban",
+    ) + r"|银行帐号|银行账号|银行帐户|银行账户|帐户号码|账户号码",
+    "passport": _ascii_words(r"passport") + r"|护照",
+}
+
+_GAP = (
+    r"(?:[\s:=#\"'「『“,]|(?<![a-z])(?:is|was|are|now|number|no\.|code|for\s+[\w.@-]+)(?![a-z])"
+    r"|是|为|号码|号|码|字号|就是|设为|改为|改成|换成|了)*?"
+)
+_DIGIT_VALUE = r"(?:\d[\d -]{2,}\d|[a-z0-9_+/=!@#$%^&*.-]*\d[a-z0-9_+/=!@#$%^&*.-]*)"
+_OWNER_EN = r"(?<![a-z])(?:my|our|his|her|their|(?:the\s+)?user'?s?)\s+(?:[a-z0-9.@-]+\s+){0,2}?"
+_OWNER_ZH = r"(?:我|使用者|用户|他|她)的?[^\s,。!?]{0,6}?"
+_REMEMBER = (
+    r"(?:(?<![a-z])(?:remember|save|store|keep|note)\s+(?:the\s+)?(?:user'?s?|my|his|her)\s+"
+    r"(?:[a-z0-9]+\s+)?|(?:记住|记下|记得|保存|储存|存下|存起来)(?:使用者|用户|我|他|她)?的?)"
+)
+
+
+def _keyword_rules() -> list[Rule]:
+    """Build the keyword + value rules, one group of patterns per category."""
+    rules: list[Rule] = []
+    for category, keyword in {**_SECRET_KEYWORDS, **_ID_KEYWORDS}.items():
+        rule = f"keyword:{category}"
+        rules.append((rule, _compile(rf"(?:{keyword}){_GAP}{_DIGIT_VALUE}")))
+        rules.append((rule, _compile(rf"(?:{keyword})\s*[:=]\s*[^\s,。]{{4,}}")))
+    for category, keyword in _SECRET_KEYWORDS.items():
+        rule = f"keyword:{category}"
+        rules.append((rule, _compile(rf"{_OWNER_EN}(?:{keyword})\s*(?:is|was|[:=])\s*\S{{3,}}")))
+        rules.append((rule, _compile(rf"{_OWNER_ZH}(?:{keyword})(?:是|为|[:=])\s*\S{{2,}}")))
+        rules.append((rule, _compile(rf"{_REMEMBER}(?:{keyword})")))
+    return rules
+
+
+_KEYWORD_RULES = _keyword_rules()
+
+
+def _sensitive_rule(text: str) -> str | None:
+    """Name the sensitive-data rule that fires on ``text``, or ``None``."""
+    if not text.strip():
+        return None
+    width_folded = unicodedata.normalize("NFKC", text)
+    rule = _detect_secrets_rule(width_folded)
+    if rule:
+        return rule
+    if _has_card_number(width_folded):
+        return "luhn-card-number"
+    rule = _national_id_rule(width_folded)
+    if rule:
+        return rule
+    return _first_match(_normalise(text), _KEYWORD_RULES)
+
+
+def _check_sensitive(candidate: MemoryCandidate) -> str | None:
+    """Sensitive values in the content, or a content that refers to a secret the user gave.
+
+    "記住使用者的驗證碼" holds no code itself, but if the user's message held one the
+    candidate is about that secret and is rejected too.
+    """
+    rule = _sensitive_rule(candidate.content)
+    if rule or not candidate.user_message:
+        return rule
+    message_rule = _sensitive_rule(candidate.user_message)
+    if message_rule and _mentions_secret_keyword(candidate.content):
+        return f"user-message:{message_rule}"
+    return None
+
+
+_ANY_SECRET_KEYWORD = _compile("|".join({**_SECRET_KEYWORDS, **_ID_KEYWORDS}.values()))
+
+
+def _mentions_secret_keyword(text: str) -> bool:
+    return bool(_ANY_SECRET_KEYWORD.search(_normalise(text)))
+
+
+# --------------------------------------------------------------------------- instruction_like
+
+_INSTRUCTION_TARGETS = (
+    r"(?:instructions?|rules|guidelines|prompts?|directives|polic(?:y|ies)|constraints"
+    r"|guardrails|programming|system\s+prompt)"
+)
+_INSTRUCTION_QUALIFIERS = (
+    r"(?:all|any|the|your|my|of|previous|prior|earlier|above|preceding|former|existing"
+    r"|original|system|safety|other|these|those)"
+)
+_ZH_INSTRUCTION_TARGETS = r"(?:指令|指示|规则|提示词?|设定|限制|规范|命令|要求|约束)"
+
+_INSTRUCTION_RULES: list[Rule] = [
+    ("injection:ignore-instructions", _compile(
+        rf"(?<![a-z])(?:ignore|disregard|forget|override|bypass)\s+(?:{_INSTRUCTION_QUALIFIERS}"
+        rf"\s+)+{_INSTRUCTION_TARGETS}"
+    )),
+    ("injection:disregard", _compile(
+        r"(?<![a-z])disregard\s+(?:everything|all|anything|the\s+above|what|that|this)"
+    )),
+    ("injection:system-prompt", _compile(
+        r"system\s+(?:prompt|message|instructions?)|developer\s+(?:message|mode)|jailbreak"
+        r"|(?<![a-z])dan\s+mode|<\|?\s*(?:system|im_start)|\[(?:system|inst)\]"
+        r"|#{2,}\s*(?:system|instruction)"
+    )),
+    ("injection:you-must", _compile(
+        r"(?<![a-z])you\s+(?:must|shall|are\s+required\s+to|are\s+obligated\s+to)(?![a-z])"
+        r"|(?<![a-z])you\s+(?:have\s+to|need\s+to|should)\s+(?:always|never)(?![a-z])"
+    )),
+    ("injection:from-now-on", _compile(
+        r"(?<![a-z])from\s+now\s+on[,\s]+(?:you|respond|answer|reply|always|never|only|ignore"
+        r"|act|behave|speak|say|call|obey|follow)(?![a-z])"
+    )),
+    ("injection:identity", _compile(
+        r"(?<![a-z])(?:you\s+are\s+(?:now|no\s+longer)|you're\s+(?:now|no\s+longer)"
+        r"|pretend\s+(?:to\s+be|you\s+are|you're)|act\s+as|roleplay\s+as"
+        r"|your\s+(?:new\s+)?(?:name|role|identity)\s+is)(?![a-z])"
+    )),
+    ("injection:permissions", _compile(
+        r"(?<![a-z])(?:(?:grant|give)\s+(?:me|the\s+user|user)\s+(?:\w+\s+)?(?:access|permissions?"
+        r"|privileges?|admin)|(?:the\s+)?user\s+is\s+(?:an?\s+)?(?:admin|administrator|root"
+        r"|superuser)|(?:admin|root|sudo|god)\s+(?:mode|access|privileges?)"
+        r"|no\s+(?:restrictions|limits|filters)|without\s+(?:any\s+)?(?:restrictions|filters"
+        r"|limits)|unrestricted)(?![a-z])"
+    )),
+    ("injection:reveal", _compile(
+        r"(?<![a-z])(?:reveal|print|show|leak|output|repeat)\s+(?:your|the)\s+(?:system\s+)?"
+        r"(?:prompt|instructions|rules|configuration)"
+    )),
+    ("injection:when-recalled", _compile(
+        r"(?<![a-z])when(?:ever)?\s+you\s+(?:see|read|recall|retrieve|load)\s+this(?![a-z])"
+    )),
+    ("injection:zh-ignore-instructions", _compile(
+        r"(?:忽略|无视|忘记|忘掉|不要理会|别理|绕过|覆盖|跳过)掉?你?"
+        r"(?:之前|以前|先前|上面|上述|前面|所有|全部|一切|原本|原来|原有|系统|既有|的)+"
+        rf"{_ZH_INSTRUCTION_TARGETS}"
+    )),
+    ("injection:zh-system-prompt", _compile(
+        r"系统(?:提示|讯息|消息|指令|设定)|开发者模式|越狱|提示词注入"
+    )),
+    ("injection:zh-you-must", _compile(r"你(?:必须|一定要|只能|不准|不许|不能拒绝)")),
+    ("injection:zh-from-now-on", _compile(
+        r"(?:你现在是|你从现在(?:开始|起)|从现在(?:开始|起)[,\s]*(?:你|都|一律|只)"
+        r"|以后(?:都|一律|一定)(?:要|必须)?(?:回答|回复|回应|说|用|输出|照|遵守))"
+    )),
+    ("injection:zh-identity", _compile(r"(?:你|请)(?:要|来|现在|必须|就)?扮演|假装(?:你是|成)")),
+    ("injection:zh-permissions", _compile(
+        r"(?:不受|没有|解除)(?:任何|所有)?限制|管理员(?:权限|模式)|最高权限"
+        r"|给(?:我|使用者|用户)(?:管理员|所有|完整)?权限|(?:使用者|用户)是管理员"
+    )),
+    ("injection:zh-reveal", _compile(
+        r"(?:透露|泄露|显示|输出|告诉我)你?的?(?:系统)?(?:提示词|指令|设定|规则)"
+    )),
+]
+
+
+# --------------------------------------------------------------------------- user_refused
+
+_EN_STORE_VERBS = (
+    r"(?:remember|save|store|memori[sz]e|record|log|retain|persist|keep\s+(?:this|that|it)\s+"
+    r"in\s+(?:mind|memory)|write\s+(?:this|that|it)\s+down|note\s+(?:this|that|it)\s+down)"
+)
+_REFUSAL_RULES: list[Rule] = [
+    ("refusal:dont-remember", _compile(
+        r"(?:^|[.!?,;:\n]\s*|(?<![a-z])(?:please|pls|but|and|so|just|oh|ok|okay)\s+)"
+        rf"(?:don'?t|do\s+not|never)\s+(?:ever\s+)?{_EN_STORE_VERBS}(?![a-z])"
+    )),
+    ("refusal:no-need", _compile(
+        r"(?<![a-z])(?:no\s+need\s+to|you\s+don'?t\s+(?:need|have)\s+to|there'?s\s+no\s+need\s+to"
+        rf"|you\s+do\s+not\s+(?:need|have)\s+to)\s+{_EN_STORE_VERBS}(?![a-z])"
+    )),
+    ("refusal:dont-want-stored", _compile(
+        r"(?<![a-z])(?:don'?t|do\s+not)\s+want\s+(?:you|memora|it|this|that|the\s+assistant)\s+"
+        r"(?:to\s+)?(?:remember|save|store|record|be\s+(?:saved|stored|remembered|recorded))"
+    )),
+    ("refusal:forget-that", _compile(
+        r"(?<![a-z])forget\s+(?:(?:that|what)\s+i\s+(?:just\s+)?(?:said|told\s+you|mentioned|wrote)"
+        r"|i\s+said\s+(?:that|this|it)|about\s+(?:that|this|it)|this|that|it)(?![a-z])"
+    )),
+    ("refusal:off-the-record", _compile(
+        r"(?<![a-z])(?:off\s+the\s+record|not\s+for\s+(?:the\s+)?record"
+        r"|keep\s+(?:this|it|that)\s+between\s+us)(?![a-z])"
+    )),
+    ("refusal:not-in-memory", _compile(
+        r"(?<![a-z])(?:don'?t|do\s+not|never)\s+(?:add|put)\s+(?:this|that|it)\s+(?:to|in|into)\s+"
+        r"(?:your\s+|my\s+)?(?:memory|memories|notes|profile)"
+    )),
+    ("refusal:zh-dont-remember", _compile(
+        r"(?<!我)(?:不要|别|不用|不必|不需要|无须|毋须|请勿|勿|不准|不许)再?(?:帮我|替我|给我)?"
+        r"(?:记住|记得|记下|记录|记|存|保存|储存|写进|写入|放进|加进|加入)"
+    )),
+    ("refusal:zh-dont-want-stored", _compile(
+        r"不(?:希望|想|要|想要)(?:你|memora|助理|助手|它)再?(?:记|存|保存|记录)"
+    )),
+    ("refusal:zh-forget-that", _compile(
+        r"忘(?:掉|记)我?(?:刚才|刚刚|之前|前面)?(?:说|讲|提)(?:的|过的)|当我没说|就当没说过?"
+    )),
+]
+
+
+# --------------------------------------------------------------------------- assistant_generated
+
+_ASSISTANT_RULES: list[Rule] = [
+    ("assistant:attribution", _compile(
+        r"(?<![a-z])(?:assistant|ai|bot|chatbot|model|memora|gpt|chatgpt|llm)(?:'s)?\s+"
+        r"(?:has\s+|had\s+)?(?:suggested|recommended|proposed|said|told|thinks|believes|generated"
+        r"|created|wrote|advised|explained|concluded|decided|assumed|guessed|inferred)(?![a-z])"
+        r"|(?<![a-z])(?:suggested|recommended|proposed|generated|written)\s+by\s+(?:the\s+)?"
+        r"(?:assistant|ai|bot|memora|model)(?![a-z])"
+    )),
+    ("assistant:zh-attribution", _compile(
+        r"(?:助理|助手|(?<![a-z])ai|机器人|模型|memora|chatgpt|gpt)(?:之前|刚才|已经|曾)?"
+        r"(?:建议|推荐|提议|提出|说|认为|觉得|生成|产生|写|整理|推测|猜测|判断)"
+    )),
+]
+
+_STEMMER = snowballstemmer.stemmer("english")
+_STOPWORDS = _word_set("""
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its
+    itself just me more most my myself no nor not of off on once only or other our ours out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while
+    who whom why will with would you your yours also i'm i'll i've i'd it's don't s t
+    user users user's memora learner person
+""")
+"""English stopwords plus the framing words an extractor adds ("user", ...)."""
+_FRAMING_VERBS = frozenset(
+    _STEMMER.stemWord(w) for w in _word_set("prefer like love want wish plan")
+)
+"""Stems that phrase a preference; ignored when measuring support ("prefers" vs "like")."""
+_EN_TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_YEAR_RE = re.compile(r"(?:19|20)\d\d")
+_ZH_FRAMING_RE = re.compile(r"使用者|用户|该用户|这位使用者|学习者|我|你|他|她")
+_ZH_PARTICLES = frozenset("的了是在和与及也都很吗呢吧啊呀要会把被就还又")
+
+
+def _english_tokens(text: str) -> list[str]:
+    """Lower-case English content words of normalised text, without stopwords."""
+    tokens = (t.removesuffix("'s") for t in _EN_TOKEN_RE.findall(text))
+    return [t for t in tokens if t not in _STOPWORDS]
+
+
+def _cjk_runs(text: str) -> list[str]:
+    """Chinese runs of normalised text with framing words and particles cut out."""
+    text = _ZH_FRAMING_RE.sub(" ", text)
+    text = "".join(" " if ch in _ZH_PARTICLES else ch for ch in text)
+    return re.findall(f"[{_CJK}]+", text)
+
+
+def _support_tokens(text: str) -> set[str]:
+    """Content tokens for the overlap test: English stems and Chinese character bigrams."""
+    stems = {
+        _STEMMER.stemWord(t) for t in _english_tokens(text) if not _YEAR_RE.fullmatch(t)
+    }
+    tokens = stems - _FRAMING_VERBS
+    for run in _cjk_runs(text):
+        tokens.update(run[i : i + 2] for i in range(max(len(run) - 1, 1)))
+    return tokens
+
+
+def _mostly_chinese(text: str) -> bool:
+    """True if CJK characters outnumber Latin letters (the text's dominant script)."""
+    cjk = len(_CJK_RE.findall(text))
+    latin = len(re.findall(r"[a-z]", text))
+    return cjk > latin
+
+
+def support_ratio(content: str, user_message: str) -> float | None:
+    """Share of the candidate's content tokens that also occur in the user's message.
+
+    Args:
+        content: Candidate content.
+        user_message: The message the candidate came from.
+
+    Returns:
+        A ratio in [0, 1], or ``None`` when it cannot be measured lexically (no content
+        tokens, or the two texts are written in different scripts).
+    """
+    content_n, message_n = _normalise(content), _normalise(user_message)
+    if _mostly_chinese(content_n) != _mostly_chinese(message_n):
+        return None
+    candidate_tokens = _support_tokens(content_n)
+    if not candidate_tokens:
+        return None
+    return len(candidate_tokens & _support_tokens(message_n)) / len(candidate_tokens)
+
+
+def _check_assistant_generated(candidate: MemoryCandidate) -> str | None:
+    """Attribution to the assistant, or too little support in the user's message."""
+    rule = _first_match(_normalise(candidate.content), _ASSISTANT_RULES)
+    if rule or candidate.user_message is None:
+        return rule
+    ratio = support_ratio(candidate.content, candidate.user_message)
+    if ratio is not None and ratio < SUPPORT_THRESHOLD:
+        return "assistant:low-support"
+    return None
+
+
+# --------------------------------------------------------------------------- ephemeral
+
+_EN_TODAY = r"(?:today|tonight|this\s+(?:morning|afternoon|evening)|tomorrow)"
+_EN_EVENT = (
+    r"(?:meeting|appointment|call|lunch|dinner|class|interview|flight|dentist|doctor|deadline)"
+)
+_EN_CLOCK = r"(?:\d{1,2}(?::\d{2})?\s*(?:am|pm|o'clock)|at\s+\d{1,2}:\d{2})"
+_ZH_TODAY = r"(?:今天|今晚|今早|今日|明天|明早|待会儿?|等一下|等下)"
+_ZH_EVENT = (
+    r"(?:[0-9零一二两三四五六七八九十]+点|开会|会议|约会|面试|上课|吃饭|聚餐|看医生|看牙医|航班)"
+)
+
+_EPHEMERAL_RULES: list[Rule] = [
+    ("ephemeral:this-time", _compile(
+        r"(?<![a-z])(?:(?:just|only)\s+this\s+time|this\s+time\s+only|for\s+this\s+time"
+        r"|this\s+time\s*,|this\s+time\s+(?:please|just|use|answer|respond|reply|give|make"
+        r"|keep|write|explain|skip))(?![a-z])"
+        r"|(?<![a-z])(?:answer|respond|reply|explain|write|use|give|keep\s+it|make\s+it)"
+        r"(?![a-z])[^.!?\n]{0,40}(?<![a-z])this\s+time(?![a-z])"
+    )),
+    ("ephemeral:for-now", _compile(
+        r"(?<![a-z])(?:just\s+for\s+now|for\s+now|right\s+now|temporarily|for\s+the\s+moment"
+        r"|for\s+the\s+next\s+(?:few\s+)?(?:minutes?|hours?))(?![a-z])"
+    )),
+    ("ephemeral:this-answer", _compile(
+        r"(?<![a-z])(?:for|in)\s+this\s+(?:answer|question|reply|response|conversation|chat"
+        r"|exercise|task|one)(?![a-z])"
+    )),
+    ("ephemeral:today-only", _compile(
+        r"(?<![a-z])(?:today\s+only|only\s+today|just\s+today|just\s+for\s+today)(?![a-z])"
+    )),
+    ("ephemeral:same-day-event", _compile(
+        rf"(?<![a-z]){_EN_TODAY}(?![a-z])[^.!?\n]{{0,30}}(?:{_EN_CLOCK}|{_EN_EVENT})"
+        rf"|(?<![a-z])(?:{_EN_CLOCK}|{_EN_EVENT})[^.!?\n]{{0,30}}(?<![a-z]){_EN_TODAY}(?![a-z])"
+    )),
+    ("ephemeral:zh-this-time", _compile(
+        r"(?:这次|这一次|这回|本次)(?:先|就|只|请|用|帮|回答|不用|不要)|(?:只有|就|仅此)这一?次"
+        r"|这一题|这题|本题"
+    )),
+    ("ephemeral:zh-for-now", _compile(r"暂时|目前先|先这样|今天(?:先|就|只|请|用|帮)|只限今天")),
+    ("ephemeral:zh-same-day-event", _compile(rf"{_ZH_TODAY}[^,。!?]{{0,10}}?{_ZH_EVENT}")),
+]
+
+
+# --------------------------------------------------------------------------- too_vague
+
+_GENERIC_WORDS = _word_set("""
+    good great nice better best fine ok okay helpful useful answer answers response responses
+    reply replies thing things stuff something anything everything nothing lot lots way ways
+    info information help like likes liked prefer prefers want wants love loves enjoy enjoys
+    really much many well one ones kind sort
+""")
+_ZH_GENERIC_RE = re.compile(
+    r"喜欢|偏好|想要|希望|好的|很好|好|不错|有用|回答|回复|答案|东西|事情|事|一些|这个|那个|这件|那件"
+    r"|某些|什么|一切|所有"
+)
+_MIN_CONTENT_UNITS = 2
+
+
+def _check_too_vague(content: str) -> str | None:
+    """Empty, over-long, pronoun-only or generic-only content.
+
+    English counts content words; Chinese counts about one unit per two characters.
+    """
+    if not content.strip():
+        return "vague:empty"
+    if len(content) > MAX_MEMORY_CHARS:
+        return "vague:max-length"
+    text = _normalise(content)
+    words = _english_tokens(text)
+    cjk_chars = len(_CJK_RE.findall(text))
+    if len(words) + cjk_chars / 2 < _MIN_CONTENT_UNITS:
+        return "vague:too-short"
+    informative_words = [w for w in words if w not in _GENERIC_WORDS]
+    informative_cjk = "".join(_cjk_runs(_ZH_GENERIC_RE.sub(" ", text)))
+    if not informative_words and not informative_cjk:
+        return "vague:no-content-words"
+    return None
+
+
+# --------------------------------------------------------------------------- the gate
+
+
+def _texts(candidate: MemoryCandidate) -> Iterator[str]:
+    """The candidate's content and, when given, its user message, both normalised."""
+    yield _normalise(candidate.content)
+    if candidate.user_message:
+        yield _normalise(candidate.user_message)
+
+
+def _first_in_texts(candidate: MemoryCandidate, rules: list[Rule]) -> str | None:
+    for text in _texts(candidate):
+        rule = _first_match(text, rules)
+        if rule:
+            return rule
+    return None
+
+
+def _check_instruction_like(candidate: MemoryCandidate) -> str | None:
+    return _first_match(_normalise(candidate.content), _INSTRUCTION_RULES)
+
+
+def _check_user_refused(candidate: MemoryCandidate) -> str | None:
+    return _first_in_texts(candidate, _REFUSAL_RULES)
+
+
+def _check_ephemeral(candidate: MemoryCandidate) -> str | None:
+    return _first_in_texts(candidate, _EPHEMERAL_RULES)
+
+
+def _check_vague_candidate(candidate: MemoryCandidate) -> str | None:
+    return _check_too_vague(candidate.content)
+
+
+_HARD_RULES: tuple[tuple[RejectionReason, Callable[[MemoryCandidate], str | None]], ...] = (
+    (RejectionReason.SENSITIVE_DATA, _check_sensitive),
+    (RejectionReason.INSTRUCTION_LIKE, _check_instruction_like),
+    (RejectionReason.USER_REFUSED, _check_user_refused),
+    (RejectionReason.ASSISTANT_GENERATED, _check_assistant_generated),
+    (RejectionReason.EPHEMERAL, _check_ephemeral),
+    (RejectionReason.TOO_VAGUE, _check_vague_candidate),
+)
+"""The hard rules in their fixed order; the first that fires decides the reason."""
+
+
+def check_candidate(candidate: MemoryCandidate) -> tuple[RejectionReason, str] | None:
+    """Apply the hard rules to one candidate.
+
+    Args:
+        candidate: The proposed memory (with the user's message when available).
+
+    Returns:
+        ``(reason, rule_name)`` for the first rule that fires, or ``None`` if accepted.
+        ``rule_name`` never contains any of the candidate's text.
+    """
+    for reason, check in _HARD_RULES:
+        rule = check(candidate)
+        if rule:
+            return reason, rule
+    return None
+
+
+def apply_memory_policy(
+    candidates: Iterable[MemoryCandidate],
+    classifier: MemoryClassifier | None = None,
+) -> tuple[list[MemoryCandidate], list[PolicyRejection]]:
+    """Split candidates into accepted ones and rejections.
+
+    Hard rules run first; the classifier (if any) only sees candidates they accepted, so it
+    can add a rejection but never overturn a hard one.
+
+    Args:
+        candidates: Proposed memories.
+        classifier: Optional second opinion, e.g. a model with structured output.
+
+    Returns:
+        ``(accepted, rejected)``, each in input order.
+    """
+    accepted: list[MemoryCandidate] = []
+    rejected: list[PolicyRejection] = []
+    for candidate in candidates:
+        verdict = check_candidate(candidate)
+        if verdict is None and classifier is not None:
+            reason = classifier.classify(candidate)
+            if reason is not None:
+                verdict = RejectionReason(reason), f"classifier:{type(classifier).__name__}"
+        if verdict is None:
+            accepted.append(candidate)
+        else:
+            reason, rule = verdict
+            rejected.append(PolicyRejection(candidate=candidate, reason=reason, rule=rule))
+    return accepted, rejected

@@ -1,0 +1,61 @@
+"""The user profile: confirmed current facts, injected as background every turn."""
+
+from __future__ import annotations
+
+from memora.db import Database
+from memora.models import utcnow
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS profile (
+    user_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (user_id, key)
+);
+"""
+
+MAX_KEY_CHARS = 64
+MAX_VALUE_CHARS = 500
+
+
+class UserProfileStore:
+    """Key-value profile per user, in the same SQLite file as the memories."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        with db.transaction() as conn:
+            conn.execute(_SCHEMA.strip().rstrip(";"))
+
+    def get(self, user_id: str) -> dict[str, str]:
+        """The whole profile of a user."""
+        rows = self.db.query(
+            "SELECT key, value FROM profile WHERE user_id = ? ORDER BY key", (user_id,)
+        )
+        return {row["key"]: row["value"] for row in rows}
+
+    def set(self, user_id: str, key: str, value: str) -> None:
+        """Set one profile field.
+
+        Raises:
+            ValueError: The key or value is empty or too long.
+        """
+        key, value = key.strip(), value.strip()
+        if not key or len(key) > MAX_KEY_CHARS:
+            raise ValueError(f"profile key must be 1..{MAX_KEY_CHARS} characters")
+        if not value or len(value) > MAX_VALUE_CHARS:
+            raise ValueError(f"profile value must be 1..{MAX_VALUE_CHARS} characters")
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO profile VALUES (?, ?, ?, ?) ON CONFLICT(user_id, key)"
+                " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                (user_id, key, value, utcnow().isoformat()),
+            )
+
+    def unset(self, user_id: str, key: str) -> bool:
+        """Remove one field; returns whether it existed."""
+        with self.db.transaction() as conn:
+            cursor = conn.execute(
+                "DELETE FROM profile WHERE user_id = ? AND key = ?", (user_id, key.strip())
+            )
+            return cursor.rowcount > 0

@@ -1,0 +1,615 @@
+"""The long-term memory store: text and metadata in SQLite, vectors in Chroma.
+
+Every call is scoped to one ``user_id``; another user's id behaves exactly
+like an unknown id.
+
+Why the text stays out of Chroma: chromadb 1.5 keeps deleted documents in its
+write-ahead log (``embeddings_queue``, chroma issue 7659), so a forgotten
+memory's text would survive on disk. Chroma holds only vectors and the owner's
+user id; SQLite with ``secure_delete`` holds the text, and deleting a row
+really removes it.
+
+Why searches rank on a per-user matrix rather than Chroma's HNSW query: a
+second process's persistent client does not see vectors that another process
+added after it opened the collection (its ``get`` does, its ``query`` does
+not). Each user has a generation counter in SQLite, bumped by every write;
+a process whose cached generation differs reloads that user's rows from
+SQLite and vectors from Chroma's ``get``, so no search is answered from a
+stale index. The matrix search is also exact, where a filtered HNSW query
+over a large shared collection may miss a user's nearest items.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import numpy as np
+
+from memora.db import Database, StoreError
+from memora.embeddings import EmbeddingSpec
+from memora.lexical import BM25Index
+from memora.models import MemorySource, MemoryStatus, MemoryUnit, utcnow
+
+COLLECTION_NAME = "memora_memories"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS memories (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    content TEXT NOT NULL,
+    memory_type TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    thread_id TEXT,
+    importance INTEGER NOT NULL,
+    confidence REAL NOT NULL,
+    source TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    last_accessed_at TEXT,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    expires_at TEXT,
+    status TEXT NOT NULL,
+    superseded_by TEXT,
+    supersedes TEXT,
+    embedding_model TEXT NOT NULL,
+    needs_review INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS memories_user_status ON memories (user_id, status);
+CREATE TABLE IF NOT EXISTS tombstones (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    deleted_at TEXT NOT NULL,
+    chain_ids TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS generations (
+    user_id TEXT PRIMARY KEY,
+    generation INTEGER NOT NULL
+);
+"""
+
+_COLUMNS = (
+    "id", "user_id", "content", "memory_type", "kind", "scope", "thread_id", "importance",
+    "confidence", "source", "metadata", "created_at", "updated_at", "last_accessed_at",
+    "access_count", "expires_at", "status", "superseded_by", "supersedes", "embedding_model",
+)
+
+
+class EmbeddingMismatchError(StoreError):
+    """The collection was built with another embedding model or dimension."""
+
+
+def new_memory_id() -> str:
+    """Return a fresh memory id."""
+    return uuid.uuid4().hex
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _row_values(unit: MemoryUnit) -> tuple[Any, ...]:
+    return (
+        unit.id, unit.user_id, unit.content, unit.memory_type.value, unit.kind,
+        unit.scope.value, unit.thread_id, unit.importance, unit.confidence,
+        unit.source.model_dump_json(), json.dumps(unit.metadata, ensure_ascii=False),
+        _iso(unit.created_at), _iso(unit.updated_at), _iso(unit.last_accessed_at),
+        unit.access_count, _iso(unit.expires_at), unit.status.value, unit.superseded_by,
+        unit.supersedes, unit.embedding_model,
+    )
+
+
+def _unit_from_row(row: Any) -> MemoryUnit:
+    data = {name: row[name] for name in _COLUMNS}
+    data["source"] = MemorySource.model_validate_json(data["source"])
+    data["metadata"] = json.loads(data["metadata"])
+    return MemoryUnit.model_validate(data)
+
+
+@dataclass
+class UserIndex:
+    """One user's memories as held in this process for ranking."""
+
+    generation: int
+    units: dict[str, MemoryUnit] = field(default_factory=dict)
+    row_of: dict[str, int] = field(default_factory=dict)
+    vectors: list[np.ndarray] = field(default_factory=list)
+    lexical: BM25Index = field(default_factory=BM25Index)
+    _matrix: np.ndarray | None = None
+
+    def matrix(self, dimension: int) -> np.ndarray:
+        """All vectors as one matrix, row i belonging to the i-th added memory."""
+        if self._matrix is None or self._matrix.shape[0] != len(self.vectors):
+            self._matrix = (
+                np.vstack(self.vectors).astype(np.float32)
+                if self.vectors
+                else np.zeros((0, dimension), dtype=np.float32)
+            )
+        return self._matrix
+
+    def insert(self, unit: MemoryUnit, vector: np.ndarray) -> None:
+        """Add a memory (any status) to the in-process index."""
+        self.units[unit.id] = unit
+        self.row_of[unit.id] = len(self.vectors)
+        self.vectors.append(np.asarray(vector, dtype=np.float32))
+        if unit.status is MemoryStatus.ACTIVE:
+            self.lexical.add(unit.id, unit.content)
+
+    def set_status(self, memory_id: str, unit: MemoryUnit) -> None:
+        """Replace a memory's record, keeping the lexical index to active ones."""
+        previous = self.units.get(memory_id)
+        self.units[memory_id] = unit
+        if previous and previous.status is MemoryStatus.ACTIVE and (
+            unit.status is not MemoryStatus.ACTIVE
+        ):
+            self.lexical.remove(memory_id)
+        elif unit.status is MemoryStatus.ACTIVE and (
+            previous is None or previous.status is not MemoryStatus.ACTIVE
+        ):
+            self.lexical.add(memory_id, unit.content)
+
+    def drop(self, memory_id: str) -> None:
+        """Forget a memory in the index; its vector row stays but is never returned."""
+        unit = self.units.pop(memory_id, None)
+        self.row_of.pop(memory_id, None)
+        if unit is not None and unit.status is MemoryStatus.ACTIVE:
+            self.lexical.remove(memory_id)
+
+
+def _open_chroma(data_dir: Path, chroma_url: str | None) -> Any:
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    settings = ChromaSettings(anonymized_telemetry=False)
+    if chroma_url:
+        parsed = urlparse(chroma_url)
+        return chromadb.HttpClient(
+            host=parsed.hostname or "127.0.0.1",
+            port=parsed.port or 8000,
+            ssl=parsed.scheme == "https",
+            settings=settings,
+        )
+    return chromadb.PersistentClient(path=str(data_dir / "chroma"), settings=settings)
+
+
+class LongTermMemoryStore:
+    """Persistent, user-scoped memory storage with an in-process ranking index."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        spec: EmbeddingSpec,
+        chroma_url: str | None = None,
+        *,
+        allow_model_change: bool = False,
+    ) -> None:
+        self.data_dir = data_dir
+        self.spec = spec
+        self.db = Database(data_dir / "memora.db", _SCHEMA)
+        self._check_model(allow_model_change)
+        self._chroma_url = chroma_url
+        self._collection: Any = None
+        self._indexes: dict[str, UserIndex] = {}
+        self._lock = threading.RLock()
+
+    # -- model identity -------------------------------------------------
+
+    def _check_model(self, allow_change: bool) -> None:
+        rows = {r["key"]: r["value"] for r in self.db.query("SELECT key, value FROM meta")}
+        recorded = rows.get("embedding_model")
+        dimension = rows.get("embedding_dimension")
+        if recorded is None:
+            with self.db.transaction() as conn:
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('embedding_model', ?),"
+                    " ('embedding_dimension', ?)",
+                    (self.spec.model_id, str(self.spec.dimension)),
+                )
+            return
+        if not allow_change and (
+            recorded != self.spec.model_id or dimension != str(self.spec.dimension)
+        ):
+            raise EmbeddingMismatchError(
+                f"the memory store in {self.data_dir} was built with embedding model "
+                f"{recorded} ({dimension} dims) but {self.spec.model_id} "
+                f"({self.spec.dimension} dims) is configured; run `memora memories reindex` "
+                "to re-embed every memory with the configured model"
+            )
+
+    @property
+    def collection(self) -> Any:
+        """The Chroma collection, opened through langchain-chroma on first use."""
+        if self._collection is None:
+            from langchain_chroma import Chroma
+
+            try:
+                client = _open_chroma(self.data_dir, self._chroma_url)
+                store = Chroma(
+                    client=client,
+                    collection_name=COLLECTION_NAME,
+                    collection_metadata={
+                        "hnsw:space": "cosine",
+                        "embedding_model": self.spec.model_id,
+                        "embedding_dimension": self.spec.dimension,
+                    },
+                )
+            except Exception as error:  # chromadb raises many types; all mean "unusable"
+                raise StoreError(f"cannot open the Chroma store: {error}") from None
+            metadata = store._collection.metadata or {}
+            if metadata.get("embedding_model", self.spec.model_id) != self.spec.model_id:
+                raise EmbeddingMismatchError(
+                    f"the Chroma collection holds {metadata.get('embedding_model')} vectors but "
+                    f"{self.spec.model_id} is configured; run `memora memories reindex`"
+                )
+            self._collection = store._collection
+        return self._collection
+
+    # -- generations and the in-process index ----------------------------
+
+    def _generation(self, user_id: str) -> int:
+        rows = self.db.query(
+            "SELECT generation FROM generations WHERE user_id = ?", (user_id,)
+        )
+        return int(rows[0]["generation"]) if rows else 0
+
+    def _bump(self, conn: Any, user_id: str) -> int:
+        conn.execute(
+            "INSERT INTO generations VALUES (?, 1) ON CONFLICT(user_id)"
+            " DO UPDATE SET generation = generation + 1",
+            (user_id,),
+        )
+        row = conn.execute(
+            "SELECT generation FROM generations WHERE user_id = ?", (user_id,)
+        ).fetchone()
+        return int(row["generation"])
+
+    def _load_index(self, user_id: str, generation: int) -> UserIndex:
+        index = UserIndex(generation=generation)
+        units = [
+            _unit_from_row(row)
+            for row in self.db.query(
+                f"SELECT {', '.join(_COLUMNS)} FROM memories WHERE user_id = ?"
+                " ORDER BY created_at, rowid",
+                (user_id,),
+            )
+        ]
+        if not units:
+            return index
+        vectors = self._fetch_vectors([unit.id for unit in units])
+        for unit in units:
+            vector = vectors.get(unit.id)
+            if vector is None:  # vector write failed earlier: re-embed via reindex
+                vector = np.zeros(self.spec.dimension, dtype=np.float32)
+            index.insert(unit, vector)
+        return index
+
+    def _fetch_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(ids), 5000):
+            batch = list(ids[start : start + 5000])
+            result = self.collection.get(ids=batch, include=["embeddings"])
+            embeddings = result.get("embeddings")
+            if embeddings is None:
+                continue
+            for memory_id, vector in zip(result["ids"], embeddings, strict=True):
+                found[memory_id] = np.asarray(vector, dtype=np.float32)
+        return found
+
+    def index_for(self, user_id: str) -> UserIndex:
+        """This user's ranking index, reloaded if any process wrote since it was built."""
+        with self._lock:
+            generation = self._generation(user_id)
+            index = self._indexes.get(user_id)
+            if index is None or index.generation != generation:
+                index = self._load_index(user_id, generation)
+                self._indexes[user_id] = index
+            return index
+
+    def _after_write(self, user_id: str, before: int, after: int) -> UserIndex | None:
+        """The cached index to patch in place, or None when another process wrote meanwhile."""
+        index = self._indexes.get(user_id)
+        if index is not None and index.generation == before:
+            index.generation = after
+            return index
+        self._indexes.pop(user_id, None)
+        return None
+
+    # -- writes ----------------------------------------------------------
+
+    def add(self, units: Sequence[MemoryUnit], vectors: np.ndarray) -> list[str]:
+        """Store new memories with their vectors; all must belong to one user.
+
+        Raises:
+            StoreError: The store cannot be written.
+            ValueError: The units span several users or do not match the vectors.
+        """
+        if not units:
+            return []
+        user_id = units[0].user_id
+        if any(unit.user_id != user_id for unit in units):
+            raise ValueError("add() takes memories of one user at a time")
+        if len(vectors) != len(units):
+            raise ValueError("one vector per memory is required")
+        for unit in units:
+            unit.embedding_model = self.spec.model_id
+        with self._lock:
+            self._upsert_vectors(units, vectors)
+            with self.db.transaction() as conn:
+                before = self._read_generation(conn, user_id)
+                conn.executemany(
+                    f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES"
+                    f" ({', '.join('?' for _ in _COLUMNS)})",
+                    [_row_values(unit) for unit in units],
+                )
+                after = self._bump(conn, user_id)
+            index = self._after_write(user_id, before, after)
+            if index is not None:
+                for unit, vector in zip(units, vectors, strict=True):
+                    index.insert(unit, vector)
+        return [unit.id for unit in units]
+
+    def _read_generation(self, conn: Any, user_id: str) -> int:
+        row = conn.execute(
+            "SELECT generation FROM generations WHERE user_id = ?", (user_id,)
+        ).fetchone()
+        return int(row["generation"]) if row else 0
+
+    def _upsert_vectors(self, units: Sequence[MemoryUnit], vectors: np.ndarray) -> None:
+        try:
+            for start in range(0, len(units), 5000):
+                chunk = units[start : start + 5000]
+                self.collection.upsert(
+                    ids=[unit.id for unit in chunk],
+                    embeddings=np.asarray(vectors[start : start + 5000], dtype=np.float32),
+                    metadatas=[{"user_id": unit.user_id} for unit in chunk],
+                )
+        except StoreError:
+            raise
+        except Exception as error:
+            raise StoreError(f"cannot write vectors to Chroma: {error}") from None
+
+    def update(self, user_id: str, memory_id: str, **changes: Any) -> MemoryUnit | None:
+        """Change fields of one memory (not its content or owner); None if unknown."""
+        forbidden = {"id", "user_id", "content", "embedding_model"} & changes.keys()
+        if forbidden:
+            raise ValueError(f"update() cannot change {sorted(forbidden)}")
+        with self._lock:
+            current = self.get(user_id, memory_id)
+            if current is None:
+                return None
+            updated = current.model_copy(update={**changes, "updated_at": utcnow()})
+            MemoryUnit.model_validate(updated.model_dump())
+            self._rewrite(user_id, [updated])
+            return updated
+
+    def _rewrite(self, user_id: str, units: Sequence[MemoryUnit]) -> None:
+        assignments = ", ".join(f"{name} = ?" for name in _COLUMNS[2:])
+        with self.db.transaction() as conn:
+            before = self._read_generation(conn, user_id)
+            conn.executemany(
+                f"UPDATE memories SET {assignments} WHERE id = ? AND user_id = ?",
+                [(*_row_values(unit)[2:], unit.id, user_id) for unit in units],
+            )
+            after = self._bump(conn, user_id)
+        index = self._after_write(user_id, before, after)
+        if index is not None:
+            for unit in units:
+                index.set_status(unit.id, unit)
+
+    def supersede(
+        self, user_id: str, old_ids: Iterable[str], new_unit: MemoryUnit, vector: np.ndarray
+    ) -> list[str]:
+        """Store ``new_unit`` and mark the old memories superseded by it, keeping history.
+
+        Returns:
+            The ids that were superseded (unknown or foreign ids are ignored).
+        """
+        with self._lock:
+            olds = [m for m in (self.get(user_id, i) for i in old_ids) if m is not None]
+            if olds:
+                new_unit.supersedes = olds[0].id
+            self.add([new_unit], np.asarray([vector]))
+            now = utcnow()
+            changed = [
+                old.model_copy(
+                    update={
+                        "status": MemoryStatus.SUPERSEDED,
+                        "superseded_by": new_unit.id,
+                        "updated_at": now,
+                    }
+                )
+                for old in olds
+            ]
+            if changed:
+                self._rewrite(user_id, changed)
+            return [old.id for old in olds]
+
+    def touch(self, user_id: str, memory_ids: Iterable[str]) -> int:
+        """Record an access to memories the agent used; returns how many were updated."""
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return 0
+        now = utcnow().isoformat()
+        with self._lock, self.db.transaction() as conn:
+            before = self._read_generation(conn, user_id)
+            cursor = conn.executemany(
+                "UPDATE memories SET last_accessed_at = ?, access_count = access_count + 1"
+                " WHERE id = ? AND user_id = ?",
+                [(now, memory_id, user_id) for memory_id in ids],
+            )
+            touched = cursor.rowcount
+            after = self._bump(conn, user_id)
+        index = self._after_write(user_id, before, after)
+        if index is not None:
+            for memory_id in ids:
+                unit = index.units.get(memory_id)
+                if unit is not None:
+                    index.units[memory_id] = unit.model_copy(
+                        update={
+                            "last_accessed_at": datetime.fromisoformat(now),
+                            "access_count": unit.access_count + 1,
+                        }
+                    )
+        return touched
+
+    def chain(self, user_id: str, memory_id: str) -> list[MemoryUnit]:
+        """Every memory linked to ``memory_id`` by supersession, oldest first."""
+        start = self.get(user_id, memory_id)
+        if start is None:
+            return []
+        seen: dict[str, MemoryUnit] = {start.id: start}
+        frontier = [start.id]
+        while frontier:
+            placeholders = ", ".join("?" for _ in frontier)
+            rows = self.db.query(
+                f"SELECT {', '.join(_COLUMNS)} FROM memories WHERE user_id = ? AND"
+                f" (id IN ({placeholders}) OR superseded_by IN ({placeholders})"
+                f" OR supersedes IN ({placeholders}))",
+                (user_id, *frontier, *frontier, *frontier),
+            )
+            frontier = []
+            for row in rows:
+                unit = _unit_from_row(row)
+                for linked in (unit.id, unit.superseded_by, unit.supersedes):
+                    if linked and linked not in seen:
+                        frontier.append(linked)
+                if unit.id not in seen:
+                    seen[unit.id] = unit
+                    frontier.append(unit.id)
+        return sorted(seen.values(), key=lambda unit: unit.created_at)
+
+    def delete(self, user_id: str, memory_id: str) -> list[str]:
+        """Hard-delete a memory and its whole supersession chain, leaving a tombstone.
+
+        Idempotent: deleting an unknown, foreign or already deleted id returns [].
+        """
+        with self._lock:
+            chain_ids = [unit.id for unit in self.chain(user_id, memory_id)]
+            if not chain_ids:
+                return []
+            placeholders = ", ".join("?" for _ in chain_ids)
+            with self.db.transaction() as conn:
+                before = self._read_generation(conn, user_id)
+                conn.execute(
+                    f"DELETE FROM memories WHERE user_id = ? AND id IN ({placeholders})",
+                    (user_id, *chain_ids),
+                )
+                conn.executemany(
+                    "INSERT OR REPLACE INTO tombstones VALUES (?, ?, ?, ?)",
+                    [
+                        (deleted, user_id, utcnow().isoformat(), json.dumps(chain_ids))
+                        for deleted in chain_ids
+                    ],
+                )
+                after = self._bump(conn, user_id)
+            try:
+                self.collection.delete(ids=chain_ids)
+            except Exception as error:  # text is already gone; a stray vector is unreachable
+                raise StoreError(f"memory deleted but its vectors remain: {error}") from None
+            index = self._after_write(user_id, before, after)
+            if index is not None:
+                for deleted in chain_ids:
+                    index.drop(deleted)
+            return chain_ids
+
+    def mark_review(self, user_id: str, memory_id: str, needs_review: bool) -> None:
+        """Flag or unflag a memory for a person's review."""
+        with self.db.transaction() as conn:
+            conn.execute(
+                "UPDATE memories SET needs_review = ? WHERE id = ? AND user_id = ?",
+                (int(needs_review), memory_id, user_id),
+            )
+
+    # -- reads -----------------------------------------------------------
+
+    def get(self, user_id: str, memory_id: str) -> MemoryUnit | None:
+        """One memory of this user, or None for an unknown or foreign id."""
+        rows = self.db.query(
+            f"SELECT {', '.join(_COLUMNS)} FROM memories WHERE id = ? AND user_id = ?",
+            (memory_id, user_id),
+        )
+        return _unit_from_row(rows[0]) if rows else None
+
+    def get_preview(self, user_id: str, memory_id: str, max_chars: int = 120) -> str | None:
+        """A short read-only preview of one memory, or None if unknown or foreign."""
+        unit = self.get(user_id, memory_id)
+        if unit is None:
+            return None
+        content = unit.content
+        return content if len(content) <= max_chars else content[:max_chars] + "..."
+
+    def list(
+        self, user_id: str, status: MemoryStatus | None = None, *, review_only: bool = False
+    ) -> list[MemoryUnit]:
+        """This user's memories, oldest first, optionally of one status."""
+        sql = f"SELECT {', '.join(_COLUMNS)} FROM memories WHERE user_id = ?"
+        params: list[Any] = [user_id]
+        if status is not None:
+            sql += " AND status = ?"
+            params.append(status.value)
+        if review_only:
+            sql += " AND needs_review = 1"
+        return [_unit_from_row(row) for row in self.db.query(sql + " ORDER BY created_at, rowid", params)]
+
+    def count(self, user_id: str, status: MemoryStatus | None = None) -> int:
+        """How many memories this user has, optionally of one status."""
+        sql = "SELECT COUNT(*) AS n FROM memories WHERE user_id = ?"
+        params: list[Any] = [user_id]
+        if status is not None:
+            sql += " AND status = ?"
+            params.append(status.value)
+        return int(self.db.query(sql, params)[0]["n"])
+
+    def users(self) -> list[str]:
+        """Every user id that has memories."""
+        return [row["user_id"] for row in self.db.query("SELECT DISTINCT user_id FROM memories")]
+
+    def is_tombstoned(self, user_id: str, memory_id: str) -> bool:
+        """Whether this user's memory was deleted."""
+        rows = self.db.query(
+            "SELECT 1 FROM tombstones WHERE id = ? AND user_id = ?", (memory_id, user_id)
+        )
+        return bool(rows)
+
+    # -- re-embedding ------------------------------------------------------
+
+    def reindex(self, embed: Any, batch_size: int = 512) -> int:
+        """Re-embed every memory with ``embed`` (texts -> matrix) into a fresh collection.
+
+        Returns:
+            The number of memories re-embedded.
+        """
+        with self._lock:
+            try:
+                client = _open_chroma(self.data_dir, self._chroma_url)
+                client.delete_collection(COLLECTION_NAME)
+            except Exception:  # missing collection: nothing to drop
+                pass
+            self._collection = None
+            self._indexes.clear()
+            rows = self.db.query(f"SELECT {', '.join(_COLUMNS)} FROM memories ORDER BY rowid")
+            units = [_unit_from_row(row) for row in rows]
+            for start in range(0, len(units), batch_size):
+                chunk = units[start : start + batch_size]
+                self._upsert_vectors(chunk, embed([unit.content for unit in chunk]))
+            with self.db.transaction() as conn:
+                conn.execute(
+                    "UPDATE memories SET embedding_model = ?", (self.spec.model_id,)
+                )
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('embedding_model', ?),"
+                    " ('embedding_dimension', ?)",
+                    (self.spec.model_id, str(self.spec.dimension)),
+                )
+                conn.execute("UPDATE generations SET generation = generation + 1")
+            return len(units)
