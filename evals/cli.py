@@ -30,8 +30,12 @@ def _progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None] | 
         yield None
         return
     with Progress(
-        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-        TimeElapsedColumn(), console=console, transient=True,
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
     ) as bar:
         task = bar.add_task(label, total=None)
 
@@ -73,8 +77,19 @@ def eval_update(data: DataOption, as_json: JsonOption = False, data_dir: DirOpti
     if as_json:
         _print_json({"memora": result})
         return
-    table = Table("system", "update_win", "answer@1", "stale@5", "collateral/row",
-                  title=f"Fact updates, {data.name} ({result['rows']} rows)")
-    table.add_row("memora", *[f"{result[key]:.3f}" for key in
-                              ("update_win", "answer@1", "stale@5", "collateral_per_row")])
+    table = Table(
+        "system",
+        "update_win",
+        "answer@1",
+        "stale@5",
+        "collateral/row",
+        title=f"Fact updates, {data.name} ({result['rows']} rows)",
+    )
+    table.add_row(
+        "memora",
+        *[
+            f"{result[key]:.3f}"
+            for key in ("update_win", "answer@1", "stale@5", "collateral_per_row")
+        ],
+    )
     console.print(table)

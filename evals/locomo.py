@@ -72,11 +72,15 @@ def load_conversations(path: Path) -> list[Conversation]:
             for turn in conv[key]:
                 units.append(
                     MemoryUnit(
-                        id=new_memory_id(), user_id=user_id, content=turn_text(turn),
-                        memory_type=MemoryType.EPISODIC, kind="event",
+                        id=new_memory_id(),
+                        user_id=user_id,
+                        content=turn_text(turn),
+                        memory_type=MemoryType.EPISODIC,
+                        kind="event",
                         source=MemorySource(actor="locomo"),
                         metadata={"dia_id": turn["dia_id"], "session": int(key[8:])},
-                        created_at=when, updated_at=when,
+                        created_at=when,
+                        updated_at=when,
                     )
                 )
         known = {unit.metadata["dia_id"] for unit in units}
@@ -122,12 +126,15 @@ def run_locomo(
             recalls["overall"][k].append(found)
         if progress:
             progress(number, len(questions))
+
     def means(per_k: dict[int, list[float]]) -> dict[str, float]:
         return {f"recall@{k}": sum(v) / len(v) for k, v in sorted(per_k.items())}
+
     return {
         "overall": means(recalls["overall"]),
-        "by_category": {name: means(recalls[name]) for name in CATEGORIES.values()
-                        if name in recalls},
+        "by_category": {
+            name: means(recalls[name]) for name in CATEGORIES.values() if name in recalls
+        },
         "questions": len(questions),
         "search_ms": {"p50": percentile_ms(latencies, 50), "p95": percentile_ms(latencies, 95)},
         "ingest_per_s": ingested / ingest_seconds if ingest_seconds else 0.0,

@@ -29,17 +29,28 @@ def score_row(memora: Memora, row: dict[str, Any], user_id: str) -> dict[str, fl
     extra = row["agent_args"]["extra"]
     facts: list[str] = extra["facts"]
     contradicted_idx = extra["supporting_fact_indices"]
-    contradicted_idx = contradicted_idx if isinstance(contradicted_idx, list) else [contradicted_idx]
+    contradicted_idx = (
+        contradicted_idx if isinstance(contradicted_idx, list) else [contradicted_idx]
+    )
     source = MemorySource(actor="eval-update")
     fact_ids: list[str | None] = []
     for number, fact in enumerate(facts):
-        outcome = memora.add(user_id, fact, source=source, reason="useful_future_context",
-                             said_at=_T0 + timedelta(minutes=number))
+        outcome = memora.add(
+            user_id,
+            fact,
+            source=source,
+            reason="useful_future_context",
+            said_at=_T0 + timedelta(minutes=number),
+        )
         stored = outcome.memory_id if outcome.accepted and outcome.action else None
         fact_ids.append(stored if outcome.action and outcome.action.value != "skip" else None)
-    new = memora.add(user_id, _strip_quotes(extra["contradicting_fact"]), source=source,
-                     reason="useful_future_context",
-                     said_at=_T0 + timedelta(minutes=len(facts)))
+    new = memora.add(
+        user_id,
+        _strip_quotes(extra["contradicting_fact"]),
+        source=source,
+        reason="useful_future_context",
+        said_at=_T0 + timedelta(minutes=len(facts)),
+    )
     hits = memora.rank_for_evaluation(
         user_id, row["input"], TOP_K, _T0 + timedelta(minutes=len(facts) + 1)
     )

@@ -1,13 +1,14 @@
 """The public Python API: the one way in for the CLI, the agent's tools and the evaluations.
 
-    memora = Memora()                      # settings from the environment
-    memora.add("alice", "I prefer concise answers")
-    memora.search("alice", "how should answers look?")
-    memora.forget("alice", memory_id)      # a person deleting directly
+memora = Memora()                      # settings from the environment
+memora.add("alice", "I prefer concise answers")
+memora.search("alice", "how should answers look?")
+memora.forget("alice", memory_id)      # a person deleting directly
 """
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -149,7 +150,11 @@ class Memora:
         if not accepted:
             reason = rejected[0].reason.value
             self.audit.record(
-                user_id, "write", "rejected", reason=reason, source=source.actor,
+                user_id,
+                "write",
+                "rejected",
+                reason=reason,
+                source=source.actor,
                 thread_id=source.thread_id,
             )
             return WriteOutcome(accepted=False, reason=reason)
@@ -182,9 +187,13 @@ class Memora:
         outcome = self._apply(user_id, unit, vector, decision)
         outcome.tokens = tokens
         self.audit.record(
-            user_id, "write", "accepted", action=decision.action.value,
+            user_id,
+            "write",
+            "accepted",
+            action=decision.action.value,
             memory_ids=[i for i in [outcome.memory_id, *outcome.affected_ids] if i],
-            source=source.actor, thread_id=source.thread_id,
+            source=source.actor,
+            thread_id=source.thread_id,
         )
         return outcome
 
@@ -192,9 +201,14 @@ class Memora:
         self, user_id: str, candidate: MemoryCandidate, vector: np.ndarray, now: datetime
     ) -> list[Neighbour]:
         found = rank(
-            self.store.index_for(user_id), candidate.content, vector,
-            now=now, limit=RECONCILE_NEIGHBOURS, min_relevance=0.0,
-            dimension=self.embeddings.spec.dimension, thread_id=candidate.thread_id,
+            self.store.index_for(user_id),
+            candidate.content,
+            vector,
+            now=now,
+            limit=RECONCILE_NEIGHBOURS,
+            min_relevance=0.0,
+            dimension=self.embeddings.spec.dimension,
+            thread_id=candidate.thread_id,
         )
         return [Neighbour(memory=hit.memory, similarity=hit.semantic_similarity) for hit in found]
 
@@ -204,8 +218,9 @@ class Memora:
         action = decision.action
         if action is ReconcileAction.SKIP:
             duplicate = decision.target_ids[0] if decision.target_ids else None
-            return WriteOutcome(True, action=action, memory_id=duplicate,
-                                affected_ids=list(decision.target_ids))
+            return WriteOutcome(
+                True, action=action, memory_id=duplicate, affected_ids=list(decision.target_ids)
+            )
         if action is ReconcileAction.UPDATE and decision.target_ids:
             superseded = self.store.supersede(user_id, decision.target_ids, unit, vector)
             return WriteOutcome(True, action=action, memory_id=unit.id, affected_ids=superseded)
@@ -213,11 +228,13 @@ class Memora:
             unit.metadata["review_targets"] = list(decision.target_ids)
             self.store.add([unit], np.asarray([vector]))
             self.store.mark_review(user_id, unit.id, True)
-            return WriteOutcome(True, action=action, memory_id=unit.id,
-                                affected_ids=list(decision.target_ids))
+            return WriteOutcome(
+                True, action=action, memory_id=unit.id, affected_ids=list(decision.target_ids)
+            )
         self.store.add([unit], np.asarray([vector]))
-        return WriteOutcome(True, action=action, memory_id=unit.id,
-                            affected_ids=list(decision.target_ids))
+        return WriteOutcome(
+            True, action=action, memory_id=unit.id, affected_ids=list(decision.target_ids)
+        )
 
     def ingest(self, units: Sequence[MemoryUnit]) -> list[str]:
         """Bulk-store ready memory units of one user, skipping policy and reconciliation.
@@ -247,16 +264,22 @@ class Memora:
         The caller may ask for fewer results or a stricter threshold, never more.
         """
         results = self._rank(
-            user_id, query,
+            user_id,
+            query,
             limit=min(limit or self.settings.retrieval_limit, self.settings.retrieval_limit),
             min_score=max(min_score or 0.0, self.settings.retrieval_min_score),
-            thread_id=thread_id, now=now,
+            thread_id=thread_id,
+            now=now,
         )
         if audit:
             self.audit.record(
-                user_id, "read", "returned", query=query,
+                user_id,
+                "read",
+                "returned",
+                query=query,
                 memory_ids=[hit.memory.id for hit in results],
-                scores=[hit.score for hit in results], thread_id=thread_id,
+                scores=[hit.score for hit in results],
+                thread_id=thread_id,
             )
         return results
 
@@ -267,14 +290,25 @@ class Memora:
         return self._rank(user_id, query, limit=k, min_score=0.0, thread_id=None, now=now)
 
     def _rank(
-        self, user_id: str, query: str, *, limit: int, min_score: float,
-        thread_id: str | None, now: datetime | None,
+        self,
+        user_id: str,
+        query: str,
+        *,
+        limit: int,
+        min_score: float,
+        thread_id: str | None,
+        now: datetime | None,
     ) -> list[RetrievedMemory]:
         vector = self.embeddings.embed_array([dense_query_text(query)])[0]
         return rank(
-            self.store.index_for(user_id), query, vector,
-            now=now or self.clock(), limit=limit, min_relevance=min_score,
-            dimension=self.embeddings.spec.dimension, thread_id=thread_id,
+            self.store.index_for(user_id),
+            query,
+            vector,
+            now=now or self.clock(),
+            limit=limit,
+            min_relevance=min_score,
+            dimension=self.embeddings.spec.dimension,
+            thread_id=thread_id,
             half_life_days=self.settings.recency_half_life_days,
         )
 
@@ -292,7 +326,7 @@ class Memora:
         """This user's memories, oldest first."""
         return self.store.list(user_id, status)
 
-    def forget(self, user_id: str, memory_id: str, *, actor: str = "user") -> list[str]:
+    def forget(self, user_id: str, memory_id: str, *, actor: str = "user") -> builtins.list[str]:
         """Delete a memory and its whole supersession chain; returns the deleted ids.
 
         Idempotent: an unknown, foreign or already deleted id deletes nothing.
@@ -314,7 +348,7 @@ class Memora:
 
     # -- review ---------------------------------------------------------------
 
-    def review_items(self, user_id: str) -> list[MemoryUnit]:
+    def review_items(self, user_id: str) -> builtins.list[MemoryUnit]:
         """Memories the write path flagged as an ambiguous conflict."""
         return self.store.list(user_id, review_only=True)
 
@@ -353,18 +387,22 @@ class Memora:
             recently_decayed = last_decay and now - datetime.fromisoformat(last_decay) < decay_after
             if unit.importance > 1 and now - last_used >= decay_after and not recently_decayed:
                 self.store.update(
-                    user_id, unit.id, importance=unit.importance - 1,
+                    user_id,
+                    unit.id,
+                    importance=unit.importance - 1,
                     metadata={**unit.metadata, "decayed_at": now.isoformat()},
                 )
                 report.decayed.append(unit.id)
         if report.merged or report.expired or report.decayed:
             self.audit.record(
-                user_id, "consolidate", "changed",
+                user_id,
+                "consolidate",
+                "changed",
                 memory_ids=[*report.merged, *report.expired, *report.decayed],
             )
         return report
 
-    def _merge_duplicates(self, user_id: str, now: datetime) -> list[str]:
+    def _merge_duplicates(self, user_id: str, now: datetime) -> builtins.list[str]:
         """Supersede older near-duplicates by the newest copy; returns the superseded ids."""
         merged: list[str] = []
         actives = sorted(
@@ -375,9 +413,12 @@ class Memora:
                 continue
             vector = self.embeddings.embed_array([unit.content])[0]
             others = [
-                n for n in self._neighbours(
-                    user_id, MemoryCandidate(content=unit.content, thread_id=unit.thread_id),
-                    vector, now,
+                n
+                for n in self._neighbours(
+                    user_id,
+                    MemoryCandidate(content=unit.content, thread_id=unit.thread_id),
+                    vector,
+                    now,
                 )
                 if n.memory.id != unit.id and n.memory.id not in merged
             ]

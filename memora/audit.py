@@ -82,8 +82,15 @@ class AuditLog:
                 "INSERT INTO audit (at, user_id, thread_id, event, decision, reason, action,"
                 " memory_ids, query, scores, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    utcnow().isoformat(), user_id, thread_id, event, decision, reason, action,
-                    json.dumps(list(memory_ids)), query,
+                    utcnow().isoformat(),
+                    user_id,
+                    thread_id,
+                    event,
+                    decision,
+                    reason,
+                    action,
+                    json.dumps(list(memory_ids)),
+                    query,
                     json.dumps([round(s, 4) for s in scores]) if scores is not None else None,
                     source,
                 ),
@@ -102,7 +109,9 @@ class AuditLog:
                 changed += cursor.rowcount
         return changed
 
-    def entries(self, user_id: str, memory_id: str | None = None, limit: int = 200) -> list[AuditEntry]:
+    def entries(
+        self, user_id: str, memory_id: str | None = None, limit: int = 200
+    ) -> list[AuditEntry]:
         """Recent entries of a user, newest last, optionally only those naming one memory."""
         sql = "SELECT * FROM audit WHERE user_id = ?"
         params: list[Any] = [user_id]
@@ -112,9 +121,15 @@ class AuditLog:
         rows = self.db.query(sql + " ORDER BY seq DESC LIMIT ?", (*params, limit))
         return [
             AuditEntry(
-                seq=row["seq"], at=row["at"], user_id=row["user_id"], thread_id=row["thread_id"],
-                event=row["event"], decision=row["decision"], reason=row["reason"],
-                action=row["action"], memory_ids=json.loads(row["memory_ids"]),
+                seq=row["seq"],
+                at=row["at"],
+                user_id=row["user_id"],
+                thread_id=row["thread_id"],
+                event=row["event"],
+                decision=row["decision"],
+                reason=row["reason"],
+                action=row["action"],
+                memory_ids=json.loads(row["memory_ids"]),
                 query=row["query"],
                 scores=json.loads(row["scores"]) if row["scores"] else None,
                 source=row["source"],

@@ -60,8 +60,12 @@ def memories_search(query: str, user: UserOption = "default") -> None:
     table = Table("id", "content", "score", "relevance", "cosine", "lexical")
     for hit in results:
         table.add_row(
-            hit.memory.id, hit.memory.content, f"{hit.score:.3f}", f"{hit.relevance:.3f}",
-            f"{hit.semantic_similarity:.3f}", f"{hit.lexical:.3f}",
+            hit.memory.id,
+            hit.memory.content,
+            f"{hit.score:.3f}",
+            f"{hit.relevance:.3f}",
+            f"{hit.semantic_similarity:.3f}",
+            f"{hit.lexical:.3f}",
         )
     console.print(table)
 
@@ -76,13 +80,20 @@ def memories_list(
     wanted = MemoryStatus(status) if status else None
     units = _memora().list(user, wanted)
     if as_json:
-        print(json.dumps([json.loads(unit.model_dump_json()) for unit in units], ensure_ascii=False))
+        print(
+            json.dumps([json.loads(unit.model_dump_json()) for unit in units], ensure_ascii=False)
+        )
         return
     table = Table("id", "status", "kind", "imp", "content")
     for unit in units:
         style = _status_style(unit.status.value)
-        table.add_row(unit.id, f"[{style}]{unit.status.value}[/]", unit.kind,
-                      str(unit.importance), unit.content)
+        table.add_row(
+            unit.id,
+            f"[{style}]{unit.status.value}[/]",
+            unit.kind,
+            str(unit.importance),
+            unit.content,
+        )
     console.print(table)
 
 
@@ -108,13 +119,19 @@ def memories_history(memory_id: str, user: UserOption = "default") -> None:
         raise _missing(memory_id)
     table = Table("id", "status", "created", "superseded_by", "content", title="versions")
     for unit in history.chain:
-        table.add_row(unit.id, unit.status.value, unit.created_at.isoformat(timespec="seconds"),
-                      unit.superseded_by or "", unit.content)
+        table.add_row(
+            unit.id,
+            unit.status.value,
+            unit.created_at.isoformat(timespec="seconds"),
+            unit.superseded_by or "",
+            unit.content,
+        )
     console.print(table)
     trail = Table("at", "event", "decision", "action", "ids", title="audit")
     for entry in history.audit:
-        trail.add_row(entry.at, entry.event, entry.decision, entry.action or "",
-                      ", ".join(entry.memory_ids))
+        trail.add_row(
+            entry.at, entry.event, entry.decision, entry.action or "", ", ".join(entry.memory_ids)
+        )
     console.print(trail)
 
 
@@ -205,8 +222,7 @@ def memories_consolidate(user: UserOption = "default") -> None:
     """Merge near-duplicates, archive expired memories, decay long-unused ones."""
     report = _memora().consolidate(user)
     console.print(
-        f"merged {len(report.merged)}, expired {len(report.expired)}, "
-        f"decayed {len(report.decayed)}"
+        f"merged {len(report.merged)}, expired {len(report.expired)}, decayed {len(report.decayed)}"
     )
 
 

@@ -16,12 +16,36 @@ from datetime import date, datetime, timedelta
 from dateutil.relativedelta import relativedelta
 
 _MONTHS = [
-    "january", "february", "march", "april", "may", "june", "july", "august",
-    "september", "october", "november", "december",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
 ]
 _MONTH_NAMES = "|".join(_MONTHS)
-_ZH_DIGITS = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9,
-              "十": 10, "十一": 11, "十二": 12, "两": 2, "兩": 2}
+_ZH_DIGITS = {
+    "一": 1,
+    "二": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+    "十": 10,
+    "十一": 11,
+    "十二": 12,
+    "两": 2,
+    "兩": 2,
+}
 _ZH_MONTH = r"(十[一二]?|[一二三四五六七八九]|1[0-2]|[1-9])\s*月(?:份)?"
 _EN_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "a": 1, "an": 1}
 
@@ -58,30 +82,54 @@ def _fmt_week(day: date) -> str:
 _Rule = tuple[re.Pattern[str], Callable[[re.Match[str], date], str]]
 
 _RULES: list[_Rule] = [
-    (re.compile(rf"\bnext\s+({_MONTH_NAMES})\b", re.I),
-     lambda m, now: _fmt_month(_next_month_named(now, _MONTHS.index(m[1].lower()) + 1))),
-    (re.compile(rf"\bthis\s+({_MONTH_NAMES})\b", re.I),
-     lambda m, now: f"{now.year}-{_MONTHS.index(m[1].lower()) + 1:02d}"),
-    (re.compile(rf"\blast\s+({_MONTH_NAMES})\b", re.I),
-     lambda m, now: f"{now.year - 1 if _MONTHS.index(m[1].lower()) + 1 >= now.month else now.year}"
-                    f"-{_MONTHS.index(m[1].lower()) + 1:02d}"),
+    (
+        re.compile(rf"\bnext\s+({_MONTH_NAMES})\b", re.I),
+        lambda m, now: _fmt_month(_next_month_named(now, _MONTHS.index(m[1].lower()) + 1)),
+    ),
+    (
+        re.compile(rf"\bthis\s+({_MONTH_NAMES})\b", re.I),
+        lambda m, now: f"{now.year}-{_MONTHS.index(m[1].lower()) + 1:02d}",
+    ),
+    (
+        re.compile(rf"\blast\s+({_MONTH_NAMES})\b", re.I),
+        lambda m, now: (
+            f"{now.year - 1 if _MONTHS.index(m[1].lower()) + 1 >= now.month else now.year}"
+            f"-{_MONTHS.index(m[1].lower()) + 1:02d}"
+        ),
+    ),
     (re.compile(r"\bnext\s+year\b", re.I), lambda m, now: str(now.year + 1)),
     (re.compile(r"\blast\s+year\b", re.I), lambda m, now: str(now.year - 1)),
     (re.compile(r"\bthis\s+year\b", re.I), lambda m, now: str(now.year)),
-    (re.compile(r"\bnext\s+month\b", re.I), lambda m, now: _fmt_month(now + relativedelta(months=1))),
-    (re.compile(r"\blast\s+month\b", re.I), lambda m, now: _fmt_month(now - relativedelta(months=1))),
+    (
+        re.compile(r"\bnext\s+month\b", re.I),
+        lambda m, now: _fmt_month(now + relativedelta(months=1)),
+    ),
+    (
+        re.compile(r"\blast\s+month\b", re.I),
+        lambda m, now: _fmt_month(now - relativedelta(months=1)),
+    ),
     (re.compile(r"\bnext\s+week\b", re.I), lambda m, now: _fmt_week(now + timedelta(days=7))),
     (re.compile(r"\blast\s+week\b", re.I), lambda m, now: _fmt_week(now - timedelta(days=7))),
     (re.compile(r"\btomorrow\b", re.I), lambda m, now: (now + timedelta(days=1)).isoformat()),
     (re.compile(r"\byesterday\b", re.I), lambda m, now: (now - timedelta(days=1)).isoformat()),
-    (re.compile(r"\bin\s+(\d+|one|two|three|four|five|six|an?)\s+(day|week|month|year)s?\b", re.I),
-     lambda m, now: _in_span(m, now)),
-    (re.compile(rf"明年\s*{_ZH_MONTH}"),
-     lambda m, now: f"{now.year + 1}-{_month_number(m[1]):02d}"),
-    (re.compile(rf"(?:今年)\s*{_ZH_MONTH}"),
-     lambda m, now: f"{now.year}-{_month_number(m[1]):02d}"),
-    (re.compile(rf"去年\s*{_ZH_MONTH}"),
-     lambda m, now: f"{now.year - 1}-{_month_number(m[1]):02d}"),
+    (
+        re.compile(
+            r"\bin\s+(\d+|one|two|three|four|five|six|an?)\s+(day|week|month|year)s?\b", re.I
+        ),
+        lambda m, now: _in_span(m, now),
+    ),
+    (
+        re.compile(rf"明年\s*{_ZH_MONTH}"),
+        lambda m, now: f"{now.year + 1}-{_month_number(m[1]):02d}",
+    ),
+    (
+        re.compile(rf"(?:今年)\s*{_ZH_MONTH}"),
+        lambda m, now: f"{now.year}-{_month_number(m[1]):02d}",
+    ),
+    (
+        re.compile(rf"去年\s*{_ZH_MONTH}"),
+        lambda m, now: f"{now.year - 1}-{_month_number(m[1]):02d}",
+    ),
     (re.compile(r"明年"), lambda m, now: str(now.year + 1)),
     (re.compile(r"[後后]年"), lambda m, now: str(now.year + 2)),
     (re.compile(r"去年"), lambda m, now: str(now.year - 1)),
@@ -134,9 +182,11 @@ def resolve_relative_dates(text: str, said_at: datetime) -> tuple[str, list[Reso
     taken.sort()
     pieces: list[str] = []
     cursor = 0
-    for start, end, resolved in taken:
+    for _start, end, resolved in taken:
         pieces.append(text[cursor:end])
-        pieces.append(f"（{resolved.value}）" if _is_cjk(resolved.phrase) else f" ({resolved.value})")
+        pieces.append(
+            f"（{resolved.value}）" if _is_cjk(resolved.phrase) else f" ({resolved.value})"
+        )
         cursor = end
     pieces.append(text[cursor:])
     return "".join(pieces), [resolved for _, _, resolved in taken]

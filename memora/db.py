@@ -38,7 +38,9 @@ class Database:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(
-                path, timeout=busy_timeout_ms / 1000, check_same_thread=False,
+                path,
+                timeout=busy_timeout_ms / 1000,
+                check_same_thread=False,
                 isolation_level=None,
             )
             self._conn.row_factory = sqlite3.Row

@@ -18,17 +18,31 @@ from memora.models import MemoryCandidate, MemoryType
 Kind = Literal["preference", "goal", "constraint", "event", "fact"]
 
 _KIND_PATTERNS: list[tuple[Kind, re.Pattern[str]]] = [
-    ("constraint", re.compile(
-        r"\b(never|always|must not|must|cannot|can't|allergic|avoid)\b|永遠|絕不|绝不|不能|不可以|過敏|过敏|一定要",
-        re.I)),
-    ("preference", re.compile(
-        r"\b(prefer|prefers|preferred|like|likes|love|loves|hate|hates|dislike|dislikes|favou?rite|enjoy|enjoys)\b"
-        r"|喜歡|喜欢|偏好|討厭|讨厌|最愛|最爱|習慣|习惯",
-        re.I)),
-    ("goal", re.compile(
-        r"\b(goal|plan|plans|planning|want to|wants to|aim|hope to|going to|will take|preparing)\b"
-        r"|目標|目标|計畫|计划|打算|預計|预计|準備|准备|想要",
-        re.I)),
+    (
+        "constraint",
+        re.compile(
+            r"\b(never|always|must not|must|cannot|can't|allergic|avoid)\b"
+            r"|永遠|絕不|绝不|不能|不可以|過敏|过敏|一定要",
+            re.I,
+        ),
+    ),
+    (
+        "preference",
+        re.compile(
+            r"\b(prefer|prefers|preferred|like|likes|love|loves|hate|hates|dislike|dislikes"
+            r"|favou?rite|enjoy|enjoys)\b"
+            r"|喜歡|喜欢|偏好|討厭|讨厌|最愛|最爱|習慣|习惯",
+            re.I,
+        ),
+    ),
+    (
+        "goal",
+        re.compile(
+            r"\b(goal|plan|plans|planning|want to|wants to|aim|hope to|going to|will take|preparing)\b"
+            r"|目標|目标|計畫|计划|打算|預計|预计|準備|准备|想要",
+            re.I,
+        ),
+    ),
 ]
 
 
@@ -61,7 +75,11 @@ class RuleImportanceScorer:
     """Offline scorer: constraints and explicit requests matter most, events least."""
 
     _BASE: dict[str, int] = {
-        "constraint": 4, "preference": 4, "goal": 4, "fact": 3, "event": 2,
+        "constraint": 4,
+        "preference": 4,
+        "goal": 4,
+        "fact": 3,
+        "event": 2,
     }
 
     def score(self, candidate: MemoryCandidate) -> ImportanceScore:

@@ -110,13 +110,13 @@ def rank(
     fused = DENSE_WEIGHT * _minmax(dense.astype(np.float64)) + (1 - DENSE_WEIGHT) * _minmax(bm25)
     importance = np.array([unit.importance for _, unit in eligible], dtype=np.float64)
     age_days = np.array(
-        [max(0.0, (now - (unit.last_accessed_at or unit.created_at)).total_seconds() / 86400)
-         for _, unit in eligible]
+        [
+            max(0.0, (now - (unit.last_accessed_at or unit.created_at)).total_seconds() / 86400)
+            for _, unit in eligible
+        ]
     )
     recency = 0.5 ** (age_days / half_life_days)
-    score = fused * (
-        1 + IMPORTANCE_WEIGHT * (importance - 3) / 2 + RECENCY_WEIGHT * recency
-    )
+    score = fused * (1 + IMPORTANCE_WEIGHT * (importance - 3) / 2 + RECENCY_WEIGHT * recency)
     keep = np.flatnonzero(relevance >= min_relevance)
     order = keep[np.argsort(-score[keep], kind="stable")][:limit]
     return [

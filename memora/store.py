@@ -21,6 +21,7 @@ over a large shared collection may miss a user's nearest items.
 
 from __future__ import annotations
 
+import builtins
 import json
 import threading
 import uuid
@@ -79,9 +80,26 @@ CREATE TABLE IF NOT EXISTS generations (
 """
 
 _COLUMNS = (
-    "id", "user_id", "content", "memory_type", "kind", "scope", "thread_id", "importance",
-    "confidence", "source", "metadata", "created_at", "updated_at", "last_accessed_at",
-    "access_count", "expires_at", "status", "superseded_by", "supersedes", "embedding_model",
+    "id",
+    "user_id",
+    "content",
+    "memory_type",
+    "kind",
+    "scope",
+    "thread_id",
+    "importance",
+    "confidence",
+    "source",
+    "metadata",
+    "created_at",
+    "updated_at",
+    "last_accessed_at",
+    "access_count",
+    "expires_at",
+    "status",
+    "superseded_by",
+    "supersedes",
+    "embedding_model",
 )
 
 
@@ -100,12 +118,26 @@ def _iso(value: datetime | None) -> str | None:
 
 def _row_values(unit: MemoryUnit) -> tuple[Any, ...]:
     return (
-        unit.id, unit.user_id, unit.content, unit.memory_type.value, unit.kind,
-        unit.scope.value, unit.thread_id, unit.importance, unit.confidence,
-        unit.source.model_dump_json(), json.dumps(unit.metadata, ensure_ascii=False),
-        _iso(unit.created_at), _iso(unit.updated_at), _iso(unit.last_accessed_at),
-        unit.access_count, _iso(unit.expires_at), unit.status.value, unit.superseded_by,
-        unit.supersedes, unit.embedding_model,
+        unit.id,
+        unit.user_id,
+        unit.content,
+        unit.memory_type.value,
+        unit.kind,
+        unit.scope.value,
+        unit.thread_id,
+        unit.importance,
+        unit.confidence,
+        unit.source.model_dump_json(),
+        json.dumps(unit.metadata, ensure_ascii=False),
+        _iso(unit.created_at),
+        _iso(unit.updated_at),
+        _iso(unit.last_accessed_at),
+        unit.access_count,
+        _iso(unit.expires_at),
+        unit.status.value,
+        unit.superseded_by,
+        unit.supersedes,
+        unit.embedding_model,
     )
 
 
@@ -149,8 +181,10 @@ class UserIndex:
         """Replace a memory's record, keeping the lexical index to active ones."""
         previous = self.units.get(memory_id)
         self.units[memory_id] = unit
-        if previous and previous.status is MemoryStatus.ACTIVE and (
-            unit.status is not MemoryStatus.ACTIVE
+        if (
+            previous
+            and previous.status is MemoryStatus.ACTIVE
+            and (unit.status is not MemoryStatus.ACTIVE)
         ):
             self.lexical.remove(memory_id)
         elif unit.status is MemoryStatus.ACTIVE and (
@@ -257,9 +291,7 @@ class LongTermMemoryStore:
     # -- generations and the in-process index ----------------------------
 
     def _generation(self, user_id: str) -> int:
-        rows = self.db.query(
-            "SELECT generation FROM generations WHERE user_id = ?", (user_id,)
-        )
+        rows = self.db.query("SELECT generation FROM generations WHERE user_id = ?", (user_id,))
         return int(rows[0]["generation"]) if rows else 0
 
     def _bump(self, conn: Any, user_id: str) -> int:
@@ -559,7 +591,8 @@ class LongTermMemoryStore:
             params.append(status.value)
         if review_only:
             sql += " AND needs_review = 1"
-        return [_unit_from_row(row) for row in self.db.query(sql + " ORDER BY created_at, rowid", params)]
+        rows = self.db.query(sql + " ORDER BY created_at, rowid", params)
+        return [_unit_from_row(row) for row in rows]
 
     def count(self, user_id: str, status: MemoryStatus | None = None) -> int:
         """How many memories this user has, optionally of one status."""
@@ -570,7 +603,7 @@ class LongTermMemoryStore:
             params.append(status.value)
         return int(self.db.query(sql, params)[0]["n"])
 
-    def users(self) -> list[str]:
+    def users(self) -> builtins.list[str]:
         """Every user id that has memories."""
         return [row["user_id"] for row in self.db.query("SELECT DISTINCT user_id FROM memories")]
 
@@ -603,9 +636,7 @@ class LongTermMemoryStore:
                 chunk = units[start : start + batch_size]
                 self._upsert_vectors(chunk, embed([unit.content for unit in chunk]))
             with self.db.transaction() as conn:
-                conn.execute(
-                    "UPDATE memories SET embedding_model = ?", (self.spec.model_id,)
-                )
+                conn.execute("UPDATE memories SET embedding_model = ?", (self.spec.model_id,))
                 conn.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('embedding_model', ?),"
                     " ('embedding_dimension', ?)",
