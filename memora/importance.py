@@ -38,7 +38,8 @@ _KIND_PATTERNS: list[tuple[Kind, re.Pattern[str]]] = [
     (
         "goal",
         re.compile(
-            r"\b(goal|plan|plans|planning|want to|wants to|aim|hope to|going to|will take|preparing)\b"
+            r"\b(goal|plan|plans|planning|want to|wants to|aim|hope to|going to"
+            r"|will take|preparing)\b"
             r"|目標|目标|計畫|计划|打算|預計|预计|準備|准备|想要",
             re.I,
         ),
