@@ -22,7 +22,8 @@ app.add_typer(memories_app, name="memories")
 app.add_typer(eval_app, name="eval")
 
 console = Console()
-errors = Console(stderr=True)
+# soft_wrap: an error stays one line however narrow the terminal (or 80 columns off a tty).
+errors = Console(stderr=True, soft_wrap=True, highlight=False)
 
 UserOption = Annotated[str, typer.Option("--user", "-u", help="User id the command acts for.")]
 
@@ -98,7 +99,7 @@ def memories_list(
 
 
 def _missing(memory_id: str) -> typer.Exit:
-    errors.print(f"no memory {memory_id} for this user")
+    errors.print(f"no memory {memory_id} for this user", markup=False)
     return typer.Exit(1)
 
 
@@ -205,7 +206,7 @@ def memories_import(path: Path, user: UserOption = "default") -> None:
         lines = path.read_text(encoding="utf-8").splitlines()
         count = _memora().import_lines(user, lines)
     except (OSError, ValueError) as error:
-        errors.print(f"import failed: {error}")
+        errors.print(f"import failed: {error}", markup=False)
         raise typer.Exit(1) from None
     console.print(f"imported {count} memories")
 
@@ -233,7 +234,7 @@ def main() -> None:
 
         app()
     except (StoreError, ConfigError) as error:
-        errors.print(f"memora: {error}")
+        errors.print(f"memora: {error}", markup=False)
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -45,7 +45,7 @@ from stdnum import iban, luhn
 from stdnum.cn import ric
 from stdnum.us import ssn
 
-from memora.models import MemoryCandidate, PolicyRejection, RejectionReason
+from memora.models import MemoryCandidate, MemoryScope, PolicyRejection, RejectionReason
 
 __all__ = [
     "MAX_MEMORY_CHARS",
@@ -695,6 +695,8 @@ def check_candidate(candidate: MemoryCandidate) -> tuple[RejectionReason, str] |
         ``rule_name`` never contains any of the candidate's text.
     """
     for reason, check in _HARD_RULES:
+        if reason is RejectionReason.EPHEMERAL and candidate.scope is MemoryScope.THREAD:
+            continue  # "for this chat" is exactly what a thread-scoped memory is for
         rule = check(candidate)
         if rule:
             return reason, rule

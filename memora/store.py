@@ -40,6 +40,8 @@ from memora.lexical import BM25Index
 from memora.models import MemorySource, MemoryStatus, MemoryUnit, utcnow
 
 COLLECTION_NAME = "memora_memories"
+_STORE_WIDE = ""
+"""Generation row counting every write to the store, whoever the user."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -232,8 +234,10 @@ class LongTermMemoryStore:
         self.db = Database(data_dir / "memora.db", _SCHEMA)
         self._check_model(allow_model_change)
         self._chroma_url = chroma_url
+        self._client: Any = None
         self._collection: Any = None
         self._indexes: dict[str, UserIndex] = {}
+        self._seen_store_generation = self._generation(_STORE_WIDE)
         self._lock = threading.RLock()
 
     # -- model identity -------------------------------------------------
@@ -268,6 +272,7 @@ class LongTermMemoryStore:
 
             try:
                 client = _open_chroma(self.data_dir, self._chroma_url)
+                self._client = client
                 store = Chroma(
                     client=client,
                     collection_name=COLLECTION_NAME,
@@ -288,6 +293,21 @@ class LongTermMemoryStore:
             self._collection = store._collection
         return self._collection
 
+    def _reopen_chroma(self) -> None:
+        """Drop the Chroma client so the next use opens a fresh one.
+
+        A persistent client that has only read does not see another
+        process's later writes (its ``get`` by id even fails), so after a
+        foreign write the client is closed and opened again.
+        """
+        if self._client is not None and self._chroma_url is None:
+            try:
+                self._client.close()
+            except Exception:  # a client that fails to close is replaced all the same
+                pass
+        self._client = None
+        self._collection = None
+
     # -- generations and the in-process index ----------------------------
 
     def _generation(self, user_id: str) -> int:
@@ -295,10 +315,10 @@ class LongTermMemoryStore:
         return int(rows[0]["generation"]) if rows else 0
 
     def _bump(self, conn: Any, user_id: str) -> int:
-        conn.execute(
+        conn.executemany(
             "INSERT INTO generations VALUES (?, 1) ON CONFLICT(user_id)"
             " DO UPDATE SET generation = generation + 1",
-            (user_id,),
+            [(user_id,), (_STORE_WIDE,)],
         )
         row = conn.execute(
             "SELECT generation FROM generations WHERE user_id = ?", (user_id,)
@@ -340,6 +360,10 @@ class LongTermMemoryStore:
     def index_for(self, user_id: str) -> UserIndex:
         """This user's ranking index, reloaded if any process wrote since it was built."""
         with self._lock:
+            store_generation = self._generation(_STORE_WIDE)
+            if store_generation != self._seen_store_generation:
+                self._reopen_chroma()
+                self._seen_store_generation = store_generation
             generation = self._generation(user_id)
             index = self._indexes.get(user_id)
             if index is None or index.generation != generation:
@@ -349,6 +373,9 @@ class LongTermMemoryStore:
 
     def _after_write(self, user_id: str, before: int, after: int) -> UserIndex | None:
         """The cached index to patch in place, or None when another process wrote meanwhile."""
+        store_generation = self._generation(_STORE_WIDE)
+        if store_generation == self._seen_store_generation + 1:
+            self._seen_store_generation = store_generation
         index = self._indexes.get(user_id)
         if index is not None and index.generation == before:
             index.generation = after
