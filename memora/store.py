@@ -22,6 +22,7 @@ over a large shared collection may miss a user's nearest items.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import threading
 import uuid
@@ -301,10 +302,9 @@ class LongTermMemoryStore:
         foreign write the client is closed and opened again.
         """
         if self._client is not None and self._chroma_url is None:
-            try:
+            # A client that fails to close is replaced all the same.
+            with contextlib.suppress(Exception):
                 self._client.close()
-            except Exception:  # a client that fails to close is replaced all the same
-                pass
         self._client = None
         self._collection = None
 
