@@ -93,3 +93,38 @@ def eval_update(data: DataOption, as_json: JsonOption = False, data_dir: DirOpti
         ],
     )
     console.print(table)
+
+
+@eval_app.command("perf")
+def eval_perf(
+    as_json: JsonOption = False,
+    data_dir: DirOption = None,
+    users: Annotated[int, typer.Option(help="Users in the store.")] = 5,
+    per_user: Annotated[int, typer.Option(help="Memories per user.")] = 10_000,
+) -> None:
+    """Search and write-path latency with USERS x PER_USER synthetic memories, and ingest rate."""
+    from evals.perf import run_perf
+
+    with scratch_memora(data_dir) as memora, _progress("users ingested", as_json) as progress:
+        result = run_perf(memora, users=users, per_user=per_user, progress=progress)
+    if as_json:
+        _print_json({"memora": result})
+        return
+    table = Table(
+        "figure",
+        "value",
+        title=(
+            f"Memory core, {result['user_size']:,} memories of one user among "
+            f"{result['store_size']:,}"
+        ),
+    )
+    table.add_row("bulk ingest", f"{result['ingest_per_s']:.0f} memories/s")
+    table.add_row(
+        "search p50 / p95",
+        f"{result['search_ms']['p50']:.1f} / {result['search_ms']['p95']:.1f} ms",
+    )
+    table.add_row(
+        "full write path p50 / p95",
+        f"{result['write_ms']['p50']:.1f} / {result['write_ms']['p95']:.1f} ms",
+    )
+    console.print(table)

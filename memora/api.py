@@ -207,7 +207,6 @@ class Memora:
             now=now,
             limit=RECONCILE_NEIGHBOURS,
             min_relevance=0.0,
-            dimension=self.embeddings.spec.dimension,
             thread_id=candidate.thread_id,
         )
         return [Neighbour(memory=hit.memory, similarity=hit.semantic_similarity) for hit in found]
@@ -307,7 +306,6 @@ class Memora:
             now=now or self.clock(),
             limit=limit,
             min_relevance=min_score,
-            dimension=self.embeddings.spec.dimension,
             thread_id=thread_id,
             half_life_days=self.settings.recency_half_life_days,
         )
@@ -335,6 +333,8 @@ class Memora:
         if deleted:
             self.audit.redact_reads_of(user_id, deleted)
             self.audit.record(user_id, "delete", "deleted", memory_ids=deleted, source=actor)
+            self.store.db.scrub()
+            self.audit.db.scrub()
         return deleted
 
     def history(self, user_id: str, memory_id: str) -> History:

@@ -27,9 +27,11 @@ def _describe(path: Path, error: sqlite3.Error) -> str:
 class Database:
     """One SQLite file shared by threads of this process through a lock.
 
-    ``secure_delete`` zeroes freed pages so deleted memory text does not
-    linger in the file, and the rollback journal (not WAL) is truncated away
-    at each commit so no old page images survive beside it.
+    ``secure_delete`` zeroes freed cells so deleted memory text does not
+    linger in the database file. The write-ahead log (fast commits without
+    an fsync each, readers never blocked by a writer) would keep old page
+    images until it is reused, so :meth:`scrub` checkpoints and truncates it
+    after anything is deleted.
     """
 
     def __init__(self, path: Path, schema: str, busy_timeout_ms: int = 5000) -> None:
@@ -45,7 +47,7 @@ class Database:
             )
             self._conn.row_factory = sqlite3.Row
             self._conn.execute("PRAGMA secure_delete=ON")
-            self._conn.execute("PRAGMA journal_mode=TRUNCATE")
+            self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
             self._conn.executescript(schema)
@@ -76,6 +78,23 @@ class Database:
                 return self._conn.execute(sql, params).fetchall()
             except sqlite3.Error as error:
                 raise StoreError(_describe(self.path, error)) from None
+
+    def scrub(self, attempts: int = 5) -> bool:
+        """Move the WAL into the database and truncate it, so deleted text leaves no copy.
+
+        Returns:
+            Whether the log was fully checkpointed (a reader in another process
+            can hold it back; then the next scrub finishes the job).
+        """
+        with self._lock:
+            for _ in range(attempts):
+                try:
+                    busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                except sqlite3.Error as error:
+                    raise StoreError(_describe(self.path, error)) from None
+                if not busy:
+                    return True
+            return False
 
     def close(self) -> None:
         """Close the connection."""

@@ -275,6 +275,14 @@ class BM25Index:
             result[doc_id] = float(scores[slot]) if ok else 0.0  # type: ignore[index]
         return result
 
+    def slot_of(self, doc_id: str) -> int:
+        """The slot a document occupies in :meth:`slot_scores` (-1 if not indexed)."""
+        return self._slot_of.get(doc_id, -1)
+
+    def slot_scores(self, query: str) -> np.ndarray | None:
+        """BM25 scores indexed by slot, or None when no document can match."""
+        return self._score_array(query)
+
     def perfect_score(self, query: str) -> float:
         """Score of a document matching every query term once at average length.
 

@@ -28,7 +28,7 @@ from datetime import datetime
 import numpy as np
 
 from memora.lexical import content_words
-from memora.models import MemoryScope, MemoryStatus, MemoryUnit
+from memora.models import MemoryUnit
 from memora.store import UserIndex
 
 DENSE_WEIGHT = 0.5
@@ -45,14 +45,6 @@ class RetrievedMemory:
     relevance: float
     semantic_similarity: float
     lexical: float
-
-
-def _eligible(unit: MemoryUnit, now: datetime, thread_id: str | None) -> bool:
-    if unit.status is not MemoryStatus.ACTIVE:
-        return False
-    if unit.expires_at is not None and unit.expires_at <= now:
-        return False
-    return unit.scope is MemoryScope.PERSISTENT or unit.thread_id == thread_id
 
 
 def _minmax(values: np.ndarray) -> np.ndarray:
@@ -73,7 +65,6 @@ def rank(
     now: datetime,
     limit: int,
     min_relevance: float,
-    dimension: int,
     thread_id: str | None = None,
     half_life_days: float = 90.0,
 ) -> list[RetrievedMemory]:
@@ -86,42 +77,38 @@ def rank(
         now: The clock for expiry and recency (evaluations pass the data's own dates).
         limit: Most results to return.
         min_relevance: Results below this relevance are dropped.
-        dimension: Embedding dimension, for an empty index.
         thread_id: The current thread, for thread-scoped memories.
         half_life_days: Recency half-life.
 
     Returns:
         Best first, at most ``limit``.
     """
-    eligible = [
-        (memory_id, unit)
-        for memory_id, unit in index.units.items()
-        if _eligible(unit, now, thread_id)
-    ]
-    if not eligible or limit <= 0:
+    rows = index.eligible_rows(now, thread_id)
+    if rows.size == 0 or limit <= 0:
         return []
-    rows = np.fromiter((index.row_of[mid] for mid, _ in eligible), dtype=np.int64)
-    dense = index.matrix(dimension)[rows] @ np.asarray(query_vector, dtype=np.float32)
-    lexical_raw = index.lexical.scores(query, [mid for mid, _ in eligible])
-    bm25 = np.fromiter((lexical_raw[mid] for mid, _ in eligible), dtype=np.float64)
+    dense = index.vectors[rows] @ np.asarray(query_vector, dtype=np.float32)
+    bm25 = np.zeros(rows.size)
+    slot_scores = index.lexical.slot_scores(query)
+    if slot_scores is not None:
+        slots = index.lexical_slot[rows]
+        indexed = slots >= 0
+        bm25[indexed] = slot_scores[slots[indexed]]
     ceiling = index.lexical.perfect_score(query)
     lexical = np.minimum(1.0, bm25 / ceiling) if ceiling > 0 else np.zeros_like(bm25)
     relevance = DENSE_WEIGHT * np.clip(dense, 0.0, 1.0) + (1 - DENSE_WEIGHT) * lexical
     fused = DENSE_WEIGHT * _minmax(dense.astype(np.float64)) + (1 - DENSE_WEIGHT) * _minmax(bm25)
-    importance = np.array([unit.importance for _, unit in eligible], dtype=np.float64)
-    age_days = np.array(
-        [
-            max(0.0, (now - (unit.last_accessed_at or unit.created_at)).total_seconds() / 86400)
-            for _, unit in eligible
-        ]
-    )
+    age_days = np.maximum(0.0, now.timestamp() - index.last_used_at[rows]) / 86400.0
     recency = 0.5 ** (age_days / half_life_days)
-    score = fused * (1 + IMPORTANCE_WEIGHT * (importance - 3) / 2 + RECENCY_WEIGHT * recency)
+    score = fused * (
+        1 + IMPORTANCE_WEIGHT * (index.importance[rows] - 3) / 2 + RECENCY_WEIGHT * recency
+    )
     keep = np.flatnonzero(relevance >= min_relevance)
-    order = keep[np.argsort(-score[keep], kind="stable")][:limit]
+    if keep.size > limit:
+        keep = keep[np.argpartition(-score[keep], limit - 1)[:limit]]
+    order = keep[np.argsort(-score[keep], kind="stable")]
     return [
         RetrievedMemory(
-            memory=eligible[i][1],
+            memory=index.units[index.ids[rows[i]]],
             score=float(score[i]),
             relevance=float(relevance[i]),
             semantic_similarity=float(dense[i]),

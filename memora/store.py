@@ -27,7 +27,6 @@ import json
 import threading
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ import numpy as np
 from memora.db import Database, StoreError
 from memora.embeddings import EmbeddingSpec
 from memora.lexical import BM25Index
-from memora.models import MemorySource, MemoryStatus, MemoryUnit, utcnow
+from memora.models import MemoryScope, MemorySource, MemoryStatus, MemoryUnit, utcnow
 
 COLLECTION_NAME = "memora_memories"
 _STORE_WIDE = ""
@@ -151,56 +150,103 @@ def _unit_from_row(row: Any) -> MemoryUnit:
     return MemoryUnit.model_validate(data)
 
 
-@dataclass
+def _epoch(value: datetime | None, default: float) -> float:
+    return value.timestamp() if value is not None else default
+
+
 class UserIndex:
-    """One user's memories as held in this process for ranking."""
+    """One user's memories as held in this process, laid out for vectorised ranking.
 
-    generation: int
-    units: dict[str, MemoryUnit] = field(default_factory=dict)
-    row_of: dict[str, int] = field(default_factory=dict)
-    vectors: list[np.ndarray] = field(default_factory=list)
-    lexical: BM25Index = field(default_factory=BM25Index)
-    _matrix: np.ndarray | None = None
+    Row ``i`` of every array belongs to the ``i``-th memory inserted; rows of
+    deleted memories stay but are never eligible.
+    """
 
-    def matrix(self, dimension: int) -> np.ndarray:
-        """All vectors as one matrix, row i belonging to the i-th added memory."""
-        if self._matrix is None or self._matrix.shape[0] != len(self.vectors):
-            self._matrix = (
-                np.vstack(self.vectors).astype(np.float32)
-                if self.vectors
-                else np.zeros((0, dimension), dtype=np.float32)
-            )
-        return self._matrix
+    def __init__(self, generation: int, dimension: int) -> None:
+        self.generation = generation
+        self.units: dict[str, MemoryUnit] = {}
+        self.row_of: dict[str, int] = {}
+        self.ids: list[str] = []
+        self.thread_ids: list[str | None] = []
+        self.lexical = BM25Index()
+        self.size = 0
+        capacity = 64
+        self.vectors = np.zeros((capacity, dimension), dtype=np.float32)
+        self.active = np.zeros(capacity, dtype=bool)
+        self.persistent = np.zeros(capacity, dtype=bool)
+        self.expires_at = np.full(capacity, np.inf)
+        self.importance = np.zeros(capacity)
+        self.last_used_at = np.zeros(capacity)
+        self.lexical_slot = np.full(capacity, -1, dtype=np.int64)
+
+    def _grow(self) -> None:
+        capacity = self.vectors.shape[0] * 2
+        for name, fill in (
+            ("vectors", 0.0),
+            ("active", False),
+            ("persistent", False),
+            ("expires_at", np.inf),
+            ("importance", 0.0),
+            ("last_used_at", 0.0),
+            ("lexical_slot", -1),
+        ):
+            old = getattr(self, name)
+            grown = np.full((capacity, *old.shape[1:]), fill, dtype=old.dtype)
+            grown[: old.shape[0]] = old
+            setattr(self, name, grown)
 
     def insert(self, unit: MemoryUnit, vector: np.ndarray) -> None:
-        """Add a memory (any status) to the in-process index."""
-        self.units[unit.id] = unit
-        self.row_of[unit.id] = len(self.vectors)
-        self.vectors.append(np.asarray(vector, dtype=np.float32))
-        if unit.status is MemoryStatus.ACTIVE:
-            self.lexical.add(unit.id, unit.content)
+        """Add a memory (any status) to the index."""
+        if self.size == self.vectors.shape[0]:
+            self._grow()
+        row = self.size
+        self.size += 1
+        self.row_of[unit.id] = row
+        self.ids.append(unit.id)
+        self.thread_ids.append(unit.thread_id)
+        self.vectors[row] = vector
+        self.replace(unit)
 
-    def set_status(self, memory_id: str, unit: MemoryUnit) -> None:
-        """Replace a memory's record, keeping the lexical index to active ones."""
-        previous = self.units.get(memory_id)
-        self.units[memory_id] = unit
-        if (
-            previous
-            and previous.status is MemoryStatus.ACTIVE
-            and (unit.status is not MemoryStatus.ACTIVE)
-        ):
-            self.lexical.remove(memory_id)
-        elif unit.status is MemoryStatus.ACTIVE and (
-            previous is None or previous.status is not MemoryStatus.ACTIVE
-        ):
-            self.lexical.add(memory_id, unit.content)
+    def replace(self, unit: MemoryUnit) -> None:
+        """Record a memory's current fields (status, expiry, importance, access)."""
+        row = self.row_of[unit.id]
+        previous = self.units.get(unit.id)
+        self.units[unit.id] = unit
+        is_active = unit.status is MemoryStatus.ACTIVE
+        was_indexed = previous is not None and previous.status is MemoryStatus.ACTIVE
+        if was_indexed and not is_active:
+            self.lexical.remove(unit.id)
+            self.lexical_slot[row] = -1
+        elif is_active and not was_indexed:
+            self.lexical.add(unit.id, unit.content)
+            self.lexical_slot[row] = self.lexical.slot_of(unit.id)
+        self.active[row] = is_active
+        self.persistent[row] = unit.scope is MemoryScope.PERSISTENT
+        self.thread_ids[row] = unit.thread_id
+        self.expires_at[row] = _epoch(unit.expires_at, np.inf)
+        self.importance[row] = unit.importance
+        self.last_used_at[row] = _epoch(unit.last_accessed_at or unit.created_at, 0.0)
 
     def drop(self, memory_id: str) -> None:
-        """Forget a memory in the index; its vector row stays but is never returned."""
+        """Remove a deleted memory; its row stays, never eligible again."""
+        row = self.row_of.pop(memory_id, None)
         unit = self.units.pop(memory_id, None)
-        self.row_of.pop(memory_id, None)
-        if unit is not None and unit.status is MemoryStatus.ACTIVE:
+        if row is None or unit is None:
+            return
+        if unit.status is MemoryStatus.ACTIVE:
             self.lexical.remove(memory_id)
+        self.active[row] = False
+        self.lexical_slot[row] = -1
+
+    def eligible_rows(self, now: datetime, thread_id: str | None) -> np.ndarray:
+        """Rows of active, unexpired memories in scope for ``thread_id``."""
+        size = self.size
+        in_scope = self.persistent[:size].copy()
+        if thread_id is not None:
+            in_scope |= np.fromiter(
+                (tid == thread_id for tid in self.thread_ids), dtype=bool, count=size
+            )
+        mask = self.active[:size] & (self.expires_at[:size] > now.timestamp()) & in_scope
+        return np.flatnonzero(mask)
 
 
 def _open_chroma(data_dir: Path, chroma_url: str | None) -> Any:
@@ -326,7 +372,7 @@ class LongTermMemoryStore:
         return int(row["generation"])
 
     def _load_index(self, user_id: str, generation: int) -> UserIndex:
-        index = UserIndex(generation=generation)
+        index = UserIndex(generation, self.spec.dimension)
         units = [
             _unit_from_row(row)
             for row in self.db.query(
@@ -463,7 +509,7 @@ class LongTermMemoryStore:
         index = self._after_write(user_id, before, after)
         if index is not None:
             for unit in units:
-                index.set_status(unit.id, unit)
+                index.replace(unit)
 
     def supersede(
         self, user_id: str, old_ids: Iterable[str], new_unit: MemoryUnit, vector: np.ndarray
@@ -513,11 +559,13 @@ class LongTermMemoryStore:
             for memory_id in ids:
                 unit = index.units.get(memory_id)
                 if unit is not None:
-                    index.units[memory_id] = unit.model_copy(
-                        update={
-                            "last_accessed_at": datetime.fromisoformat(now),
-                            "access_count": unit.access_count + 1,
-                        }
+                    index.replace(
+                        unit.model_copy(
+                            update={
+                                "last_accessed_at": datetime.fromisoformat(now),
+                                "access_count": unit.access_count + 1,
+                            }
+                        )
                     )
         return touched
 

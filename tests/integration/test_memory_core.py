@@ -221,7 +221,7 @@ def test_embedding_model_mismatch_names_reindex(data_dir: Path, clock: Clock) ->
     assert store.reindex(embed) == 1
     reopened = LongTermMemoryStore(data_dir, EmbeddingSpec("other/model", 8))
     assert reopened.count("alice") == 1
-    assert reopened.index_for("alice").matrix(8).shape == (1, 8)
+    assert reopened.index_for("alice").vectors.shape[1] == 8
 
 
 def test_export_import_round_trip(memora: Memora, tmp_path: Path, clock: Clock) -> None:

@@ -1,0 +1,76 @@
+"""Latency and throughput of the memory core on a synthetic store."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from evals.common import percentile_ms
+from evals.synthetic import synthetic_facts, synthetic_queries
+from memora.api import Memora
+from memora.models import MemorySource, MemoryUnit
+from memora.store import new_memory_id
+
+
+def build_users(
+    memora: Memora, users: int, per_user: int, progress: Callable[[int, int], None] | None
+) -> float:
+    """Bulk-ingest synthetic memories for each user; returns memories per second."""
+    start_day = datetime(2025, 1, 1, tzinfo=UTC)
+    seconds = 0.0
+    for user in range(users):
+        units = [
+            MemoryUnit(
+                id=new_memory_id(),
+                user_id=f"user-{user}",
+                content=text,
+                source=MemorySource(actor="bench"),
+                created_at=start_day + timedelta(minutes=number),
+                updated_at=start_day + timedelta(minutes=number),
+            )
+            for number, text in enumerate(synthetic_facts(per_user, seed=user))
+        ]
+        started = time.perf_counter()
+        for chunk in range(0, len(units), 5000):
+            memora.ingest(units[chunk : chunk + 5000])
+        seconds += time.perf_counter() - started
+        if progress:
+            progress(user + 1, users)
+    return users * per_user / seconds if seconds else 0.0
+
+
+def run_perf(
+    memora: Memora,
+    *,
+    users: int = 5,
+    per_user: int = 10_000,
+    queries: int = 300,
+    writes: int = 200,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Build the store, then time searches and full write-path adds for one user."""
+    ingest_rate = build_users(memora, users, per_user, progress)
+    target = "user-0"
+    memora.search(target, "warm-up")  # builds this process's index once
+    search_times = []
+    for query in synthetic_queries(queries):
+        started = time.perf_counter()
+        memora.search(target, query)
+        search_times.append(time.perf_counter() - started)
+    write_times = []
+    for text in synthetic_facts(writes, seed=999):
+        started = time.perf_counter()
+        memora.add(target, f"I recently noticed that {text.lower()}")
+        write_times.append(time.perf_counter() - started)
+    return {
+        "store_size": users * per_user,
+        "user_size": per_user,
+        "ingest_per_s": ingest_rate,
+        "search_ms": {
+            "p50": percentile_ms(search_times, 50),
+            "p95": percentile_ms(search_times, 95),
+        },
+        "write_ms": {"p50": percentile_ms(write_times, 50), "p95": percentile_ms(write_times, 95)},
+    }
