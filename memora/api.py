@@ -95,6 +95,7 @@ class Memora:
             self.settings.data_dir,
             self.embeddings.spec,
             self.settings.chroma_url,
+            embed=self.embeddings.embed_array,
             allow_model_change=allow_model_change,
         )
         self.audit = AuditLog(self.settings.data_dir)
@@ -103,6 +104,11 @@ class Memora:
         self.importance = importance or RuleImportanceScorer()
         self.classifier = classifier
         self.clock = clock
+
+    def close(self) -> None:
+        """Finish pending vector writes and close the databases."""
+        self.store.close()
+        self.audit.db.close()
 
     # -- write path ---------------------------------------------------------
 
@@ -243,7 +249,9 @@ class Memora:
         if not units:
             return []
         vectors = self.embeddings.embed_array([unit.content for unit in units])
-        return self.store.add(units, vectors)
+        ids = self.store.add(units, vectors)
+        self.store.flush()
+        return ids
 
     # -- recall -------------------------------------------------------------
 

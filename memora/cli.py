@@ -75,11 +75,12 @@ def memories_search(query: str, user: UserOption = "default") -> None:
 def memories_list(
     user: UserOption = "default",
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
-    status: Annotated[str | None, typer.Option(help="active, superseded or archived")] = None,
+    status: Annotated[
+        MemoryStatus | None, typer.Option(help="active, superseded or archived")
+    ] = None,
 ) -> None:
     """List memories (oldest first)."""
-    wanted = MemoryStatus(status) if status else None
-    units = _memora().list(user, wanted)
+    units = _memora().list(user, status)
     if as_json:
         print(
             json.dumps([json.loads(unit.model_dump_json()) for unit in units], ensure_ascii=False)

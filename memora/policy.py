@@ -37,7 +37,7 @@ import re
 import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Protocol
 
 import snowballstemmer
@@ -149,8 +149,13 @@ def _is_real_secret(plugin_class: Any, value: str | None) -> bool:
     return bool(plugin.calculate_shannon_entropy(value) > plugin.entropy_limit)
 
 
+@lru_cache(maxsize=2048)
 def _detect_secrets_rule(text: str) -> str | None:
-    """Scan each line with all detect-secrets plugins; name the first plugin that fires."""
+    """Scan each line with all detect-secrets plugins; name the first plugin that fires.
+
+    Cached because the same text is checked when the agent proposes it and
+    again at commit; the cache lives in this process only, never on disk.
+    """
     from detect_secrets.core.scan import scan_line
     from detect_secrets.settings import default_settings
 

@@ -86,7 +86,8 @@ def rank(
     rows = index.eligible_rows(now, thread_id)
     if rows.size == 0 or limit <= 0:
         return []
-    dense = index.vectors[rows] @ np.asarray(query_vector, dtype=np.float32)
+    # Scoring every row then selecting avoids copying the eligible rows' vectors.
+    dense = (index.vectors[: index.size] @ np.asarray(query_vector, dtype=np.float32))[rows]
     bm25 = np.zeros(rows.size)
     slot_scores = index.lexical.slot_scores(query)
     if slot_scores is not None:

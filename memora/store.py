@@ -21,12 +21,16 @@ over a large shared collection may miss a user's nearest items.
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import contextlib
 import json
+import logging
+import queue
 import threading
+import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -38,6 +42,8 @@ from memora.db import Database, StoreError
 from memora.embeddings import EmbeddingSpec
 from memora.lexical import BM25Index
 from memora.models import MemoryScope, MemorySource, MemoryStatus, MemoryUnit, utcnow
+
+logger = logging.getLogger(__name__)
 
 COLLECTION_NAME = "memora_memories"
 _STORE_WIDE = ""
@@ -265,6 +271,72 @@ def _open_chroma(data_dir: Path, chroma_url: str | None) -> Any:
     return chromadb.PersistentClient(path=str(data_dir / "chroma"), settings=settings)
 
 
+class _VectorWriter:
+    """Writes vectors to Chroma from one background thread, batched, in submission order.
+
+    A Chroma upsert costs about 30 ms here whatever its size (an fsync), and
+    its bindings hold the GIL meanwhile, so writing each memory's vector
+    inline or on its own would blow the write path's budget. Vectors are
+    gathered for up to ``max_delay_s`` and written in one call. SQLite holds
+    the text and is the source of truth: a vector not yet written (or lost in
+    a crash) is re-embedded from it by whichever process next loads the user.
+    """
+
+    def __init__(
+        self,
+        write: Callable[[Sequence[MemoryUnit], np.ndarray], None],
+        max_delay_s: float = 1.0,
+        max_batch: int = 2000,
+    ) -> None:
+        self._write = write
+        self._max_delay_s = max_delay_s
+        self._max_batch = max_batch
+        self._queue: queue.Queue[tuple[list[MemoryUnit], np.ndarray] | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    def submit(self, units: Sequence[MemoryUnit], vectors: np.ndarray) -> None:
+        """Queue vectors for writing."""
+        with self._start_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="memora-vector-writer", daemon=True
+                )
+                self._thread.start()
+                atexit.register(self.flush)
+        self._queue.put((list(units), np.array(vectors, dtype=np.float32)))
+
+    def flush(self) -> None:
+        """Write everything queued now and wait until it is written (or logged as failed)."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._queue.join()
+
+    def _run(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            deadline = time.monotonic() + self._max_delay_s
+            while batch[-1] is not None and sum(len(b[0]) for b in batch if b) < self._max_batch:
+                try:
+                    batch.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
+                except queue.Empty:
+                    break
+            items = [item for item in batch if item is not None]
+            try:
+                if items:
+                    self._write(
+                        [unit for units, _ in items for unit in units],
+                        np.vstack([vectors for _, vectors in items]),
+                    )
+            except Exception:  # the next load re-embeds what is missing
+                logger.warning(
+                    "could not write %d vector batches to Chroma", len(items), exc_info=True
+                )
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+
+
 class LongTermMemoryStore:
     """Persistent, user-scoped memory storage with an in-process ranking index."""
 
@@ -274,9 +346,11 @@ class LongTermMemoryStore:
         spec: EmbeddingSpec,
         chroma_url: str | None = None,
         *,
+        embed: Callable[[list[str]], np.ndarray] | None = None,
         allow_model_change: bool = False,
     ) -> None:
         self.data_dir = data_dir
+        self._embed = embed
         self.spec = spec
         self.db = Database(data_dir / "memora.db", _SCHEMA)
         self._check_model(allow_model_change)
@@ -286,6 +360,17 @@ class LongTermMemoryStore:
         self._indexes: dict[str, UserIndex] = {}
         self._seen_store_generation = self._generation(_STORE_WIDE)
         self._lock = threading.RLock()
+        self._chroma_lock = threading.RLock()
+        self._vector_writer = _VectorWriter(self._upsert_vectors)
+
+    def flush(self) -> None:
+        """Wait for queued vector writes to reach Chroma."""
+        self._vector_writer.flush()
+
+    def close(self) -> None:
+        """Flush pending vectors and close the database."""
+        self.flush()
+        self.db.close()
 
     # -- model identity -------------------------------------------------
 
@@ -347,12 +432,13 @@ class LongTermMemoryStore:
         process's later writes (its ``get`` by id even fails), so after a
         foreign write the client is closed and opened again.
         """
-        if self._client is not None and self._chroma_url is None:
-            # A client that fails to close is replaced all the same.
-            with contextlib.suppress(Exception):
-                self._client.close()
-        self._client = None
-        self._collection = None
+        with self._chroma_lock:
+            if self._client is not None and self._chroma_url is None:
+                # A client that fails to close is replaced all the same.
+                with contextlib.suppress(Exception):
+                    self._client.close()
+            self._client = None
+            self._collection = None
 
     # -- generations and the in-process index ----------------------------
 
@@ -383,19 +469,25 @@ class LongTermMemoryStore:
         ]
         if not units:
             return index
+        self.flush()
         vectors = self._fetch_vectors([unit.id for unit in units])
+        missing = [unit for unit in units if unit.id not in vectors]
+        if missing and self._embed is not None:
+            # Written by a process that has not flushed yet, or lost in a crash.
+            fresh = self._embed([unit.content for unit in missing])
+            vectors.update(zip((unit.id for unit in missing), fresh, strict=True))
+            self._vector_writer.submit(missing, fresh)
+        zero = np.zeros(self.spec.dimension, dtype=np.float32)
         for unit in units:
-            vector = vectors.get(unit.id)
-            if vector is None:  # vector write failed earlier: re-embed via reindex
-                vector = np.zeros(self.spec.dimension, dtype=np.float32)
-            index.insert(unit, vector)
+            index.insert(unit, vectors.get(unit.id, zero))
         return index
 
     def _fetch_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
         for start in range(0, len(ids), 5000):
             batch = list(ids[start : start + 5000])
-            result = self.collection.get(ids=batch, include=["embeddings"])
+            with self._chroma_lock:
+                result = self.collection.get(ids=batch, include=["embeddings"])
             embeddings = result.get("embeddings")
             if embeddings is None:
                 continue
@@ -448,7 +540,6 @@ class LongTermMemoryStore:
         for unit in units:
             unit.embedding_model = self.spec.model_id
         with self._lock:
-            self._upsert_vectors(units, vectors)
             with self.db.transaction() as conn:
                 before = self._read_generation(conn, user_id)
                 conn.executemany(
@@ -457,6 +548,7 @@ class LongTermMemoryStore:
                     [_row_values(unit) for unit in units],
                 )
                 after = self._bump(conn, user_id)
+            self._vector_writer.submit(units, vectors)
             index = self._after_write(user_id, before, after)
             if index is not None:
                 for unit, vector in zip(units, vectors, strict=True):
@@ -471,6 +563,7 @@ class LongTermMemoryStore:
 
     def _upsert_vectors(self, units: Sequence[MemoryUnit], vectors: np.ndarray) -> None:
         try:
+            self._chroma_lock.acquire()  # released in finally; `with` would add a level
             for start in range(0, len(units), 5000):
                 chunk = units[start : start + 5000]
                 self.collection.upsert(
@@ -482,6 +575,8 @@ class LongTermMemoryStore:
             raise
         except Exception as error:
             raise StoreError(f"cannot write vectors to Chroma: {error}") from None
+        finally:
+            self._chroma_lock.release()
 
     def update(self, user_id: str, memory_id: str, **changes: Any) -> MemoryUnit | None:
         """Change fields of one memory (not its content or owner); None if unknown."""
@@ -619,8 +714,10 @@ class LongTermMemoryStore:
                     ],
                 )
                 after = self._bump(conn, user_id)
+            self.flush()
             try:
-                self.collection.delete(ids=chain_ids)
+                with self._chroma_lock:
+                    self.collection.delete(ids=chain_ids)
             except Exception as error:  # text is already gone; a stray vector is unreachable
                 raise StoreError(f"memory deleted but its vectors remain: {error}") from None
             index = self._after_write(user_id, before, after)
@@ -697,7 +794,9 @@ class LongTermMemoryStore:
         Returns:
             The number of memories re-embedded.
         """
+        self.flush()
         with self._lock:
+            self._reopen_chroma()
             try:
                 client = _open_chroma(self.data_dir, self._chroma_url)
                 client.delete_collection(COLLECTION_NAME)

@@ -39,5 +39,4 @@ def data_dir(tmp_path: Path) -> Path:
 def memora(data_dir: Path, clock: Clock) -> Iterator[Memora]:
     instance = Memora(load_settings(data_dir=data_dir), clock=clock)
     yield instance
-    instance.store.db.close()
-    instance.audit.db.close()
+    instance.close()

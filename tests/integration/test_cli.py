@@ -16,7 +16,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
@@ -32,7 +32,6 @@ MEMORA = Path(sys.executable).parent / "memora"
 if not MEMORA.exists():  # e.g. a venv whose python is a symlink elsewhere
     MEMORA = Path(shutil.which("memora") or "memora")
 
-HEX_ID = re.compile(r"\b[0-9a-f]{32}\b")
 SPEC_KS = {"recall@1", "recall@5", "recall@10", "recall@25", "recall@50"}
 Proc = subprocess.CompletedProcess[str]
 
@@ -111,9 +110,8 @@ def unit(uid: str, content: str, user: str = "default", **fields: Any) -> Memory
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "data"
-    yield path
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
 
 
 # -- add, sensitive data, search, list, show, history ------------------------------
@@ -132,12 +130,14 @@ def test_add_search_list_show_history_and_sensitive_rejection(data_dir: Path) ->
     assert b2 != b1
     assert f"affected: {b1}" in second
 
-    sensitive, search, listing, show, history = run_parallel(
+    sensitive, search, listing, show, history, superseded, bad_status = run_parallel(
         (data_dir, "memories", "add", "記住，我的驗證碼是 482913"),
         (data_dir, "memories", "search", "What is my English level?"),
         (data_dir, "memories", "list", "--json"),
         (data_dir, "memories", "show", b2),
         (data_dir, "memories", "history", b2),
+        (data_dir, "memories", "list", "--json", "--status", "superseded"),
+        (data_dir, "memories", "list", "--status", "bogus"),
     )
     # a verification code is refused and leaves no trace in any file of the store
     assert sensitive.returncode == 1
@@ -162,6 +162,11 @@ def test_add_search_list_show_history_and_sensitive_rejection(data_dir: Path) ->
     assert by_id[b1]["superseded_by"] == b2
     assert by_id[b2]["status"] == "active"
     assert by_id[b2]["supersedes"] == b1
+
+    assert [item["id"] for item in json.loads(ok(superseded))] == [b1]
+    assert bad_status.returncode != 0
+    assert "Traceback" not in bad_status.stderr
+    assert "--status" in bad_status.stderr
 
     shown = json.loads(ok(show))
     assert shown["id"] == b2
@@ -281,6 +286,35 @@ def test_export_import_round_trips_every_field(tmp_path: Path) -> None:
     assert before["rich"]["access_count"] == 1
     assert before[b1.memory_id]["superseded_by"] == b2.memory_id
     assert before["archived"]["status"] == "archived"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG memora/api.py export()/import_lines(): the needs_review flag is a store column,"
+    " not a MemoryUnit field, so a pending review item is imported as a plain active memory",
+)
+def test_export_import_keeps_pending_review_items(tmp_path: Path) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    memora = api(src)
+    now = utcnow()
+    memora.ingest(
+        [
+            unit("old", "My dog is called Rex", created_at=now - timedelta(hours=2)),
+            unit(
+                "new",
+                "My dog is called Max",
+                created_at=now - timedelta(hours=1),
+                metadata={"review_targets": ["old"]},
+            ),
+        ]
+    )
+    memora.store.mark_review("default", "new", True)
+    export_file = tmp_path / "export.jsonl"
+    ok(run(src, "memories", "export", "--out", str(export_file)))
+    assert "imported 2 memories" in ok(run(dst, "memories", "import", str(export_file)))
+
+    out = ok(run(dst, "memories", "review", input="n\n"))
+    assert "conflicts with: My dog is called Rex" in out
 
 
 # -- review and consolidate --------------------------------------------------------
