@@ -28,10 +28,22 @@ errors = Console(stderr=True, soft_wrap=True, highlight=False)
 UserOption = Annotated[str, typer.Option("--user", "-u", help="User id the command acts for.")]
 
 
+_opened: list = []  # type: ignore[type-arg]
+"""Every Memora this process opened, closed by ``main`` so queued vector writes finish."""
+
+
 def _memora(*, allow_model_change: bool = False):  # type: ignore[no-untyped-def]
     from memora.api import Memora
 
-    return Memora(get_settings(), allow_model_change=allow_model_change)
+    memora = Memora(get_settings(), allow_model_change=allow_model_change)
+    _opened.append(memora)
+    return memora
+
+
+def _close_opened() -> None:
+    """Close every opened Memora while the interpreter still runs (atexit is too late)."""
+    while _opened:
+        _opened.pop().close()
 
 
 def _status_style(status: str) -> str:
@@ -233,7 +245,10 @@ def main() -> None:
     try:
         from evals import cli as _eval_commands  # noqa: F401  (registers `memora eval`)
 
-        app()
+        try:
+            app()
+        finally:
+            _close_opened()
     except (StoreError, ConfigError) as error:
         errors.print(f"memora: {error}", markup=False)
         sys.exit(2)

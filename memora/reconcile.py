@@ -198,6 +198,10 @@ class OfflineReconciler:
         contrast_gate: float = 0.65,
         contrast_margin: float = 0.0,
         contrast_min_topic: int = 2,
+        match_score: float = 0.9,
+        match_margin: float = 0.2,
+        predicate_weight: float = 0.5,
+        tie: float = 0.02,
     ) -> None:
         """Configure the thresholds.
 
@@ -224,6 +228,14 @@ class OfflineReconciler:
                 about the same subject survive.
             contrast_min_topic: Content words (stemmed, besides the subject) such a
                 candidate must share with the memory it contradicts.
+            match_score: Minimum match score (cosine + ``predicate_weight`` x the
+                Jaccard overlap of the stemmed non-name words) for a reworded
+                statement about the same names to supersede a memory without a
+                token swap or a contrast word.
+            match_margin: How far that best match must lead every other memory.
+            predicate_weight: Weight of the predicate-word overlap in the match score.
+            tie: Of several superseded candidates, only those within this match score
+                of the best are taken; the others are more likely separate facts.
         """
         self.gate = gate
         self.related = related
@@ -238,11 +250,15 @@ class OfflineReconciler:
         self.contrast_gate = contrast_gate
         self.contrast_margin = contrast_margin
         self.contrast_min_topic = contrast_min_topic
+        self.match_score = match_score
+        self.match_margin = match_margin
+        self.predicate_weight = predicate_weight
+        self.tie = tie
 
     def decide(self, candidate: MemoryCandidate, neighbours: list[Neighbour]) -> ReconcileDecision:
         """Return SKIP, UPDATE, KEEP_BOTH or CREATE for ``candidate``."""
         new = tokenize(candidate.content)
-        superseded: list[str] = []
+        superseded: list[Neighbour] = []
         for neighbour in neighbours:
             if neighbour.similarity < self.gate:
                 continue
@@ -254,13 +270,15 @@ class OfflineReconciler:
                     rationale="repeats an existing memory",
                 )
             if verdict is ReconcileAction.UPDATE:
-                superseded.append(neighbour.memory.id)
+                superseded.append(neighbour)
         if not superseded:
             superseded = self._contradicted(new, neighbours)
+        if not superseded:
+            superseded = self._restated(candidate.content, new, neighbours)
         if superseded:
             return ReconcileDecision(
                 action=ReconcileAction.UPDATE,
-                target_ids=superseded,
+                target_ids=self._closest(candidate.content, superseded),
                 rationale="states a new value for the same fact",
             )
         if neighbours and max(n.similarity for n in neighbours) >= self.related:
@@ -271,7 +289,52 @@ class OfflineReconciler:
             )
         return ReconcileDecision(action=ReconcileAction.CREATE, rationale="new information")
 
-    def _contradicted(self, new: list[str], neighbours: list[Neighbour]) -> list[str]:
+    def _match(self, candidate: str, neighbour: Neighbour) -> float:
+        """How strongly a memory looks like the same statement as the candidate.
+
+        Cosine plus the overlap of the predicate words (stemmed content words that
+        are not part of a name), which is order-insensitive, so "A and B" and
+        "B and A" or a swapped role still count as the same statement.
+        """
+        return neighbour.similarity + self.predicate_weight * _predicate_overlap(
+            neighbour.memory.content, candidate
+        )
+
+    def _closest(self, candidate: str, hits: list[Neighbour]) -> list[str]:
+        """Keep only the best-matching superseded memories (ties kept)."""
+        scores = [self._match(candidate, n) for n in hits]
+        best = max(scores)
+        return [n.memory.id for n, score in zip(hits, scores, strict=True)
+                if score >= best - self.tie]
+
+    def _restated(self, candidate: str, new: list[str], neighbours: list[Neighbour]) -> list[Neighbour]:
+        """The one memory a reworded candidate restates with a different value.
+
+        No token swap and no contrast word, so this asks for more: the memory's
+        names must reappear in the candidate (one may be replaced), something of
+        the memory must be lost (a candidate that keeps it whole is a refinement),
+        and its match score must be high and clearly ahead of every other memory,
+        because a new fact about the same people is usually compatible.
+        """
+        if not neighbours:
+            return []
+        scored = sorted(((self._match(candidate, n), n) for n in neighbours),
+                        key=lambda pair: -pair[0])
+        best_score, best = scored[0]
+        runner_up = scored[1][0] if len(scored) > 1 else float("-inf")
+        if best.similarity < self.gate or best_score < self.match_score:
+            return []
+        if best_score - runner_up < self.match_margin:
+            return []
+        old_names, new_names = _names(best.memory.content), _names(candidate)
+        if len(old_names - new_names) > 1 or (old_names and not old_names & new_names):
+            return []
+        old = tokenize(best.memory.content)
+        if not _content(align(old, new).old_changed_tokens()):
+            return []
+        return [best]
+
+    def _contradicted(self, new: list[str], neighbours: list[Neighbour]) -> list[Neighbour]:
         """Memories a reworded candidate contradicts ("X has never ...", "X only ...").
 
         Wording differs too much for alignment, so this relies on a contrast word
@@ -294,7 +357,7 @@ class OfflineReconciler:
         if not hits:
             return []
         best = max(n.similarity for n in hits)
-        return [n.memory.id for n in hits if n.similarity >= best - self.contrast_margin]
+        return [n for n in hits if n.similarity >= best - self.contrast_margin]
 
     def _compare(self, old: list[str], new: list[str]) -> ReconcileAction | None:
         """Classify one (memory, candidate) pair; None means no relation found."""
@@ -356,6 +419,37 @@ def _stemmer() -> Any:
     import snowballstemmer
 
     return snowballstemmer.stemmer("english")
+
+
+# A run of capitalised words, possibly joined by "of", "for", "the": "University of Oregon".
+_NAME = re.compile(r"[A-Z][\w'-]*(?:\s+(?:(?:of|for|the|de|van|von)\s+)*[A-Z][\w'-]*)*")
+# Capitalised words that open a sentence or a title rather than name something.
+_NOT_NAMES = _words("all both in after before on while during since dr mr mrs ms prof professor")
+
+
+def _names(text: str) -> set[str]:
+    """Lower-cased capitalised spans: a cheap stand-in for the named entities."""
+    found = set()
+    for span in _NAME.findall(text):
+        words = span.lower().split()
+        while words and words[0] in _STOP | _NOT_NAMES:
+            words.pop(0)
+        if words:
+            found.add(" ".join(words).removesuffix("'s"))
+    return found
+
+
+def _name_words(text: str) -> set[str]:
+    """Stemmed words of the capitalised spans."""
+    return _stems([w for name in _names(text) for w in tokenize(name)])
+
+
+def _predicate_overlap(old: str, new: str) -> float:
+    """Jaccard overlap of the stemmed content words outside names (0..1)."""
+    old_words = _stems(tokenize(old)) - _name_words(old)
+    new_words = _stems(tokenize(new)) - _name_words(new)
+    union = old_words | new_words
+    return len(old_words & new_words) / len(union) if union else 0.0
 
 
 def _strip_filler(tokens: list[str]) -> list[str]:

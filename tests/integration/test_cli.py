@@ -531,7 +531,10 @@ def _update_row(facts: list[str], index: int, new: str, question: str, answer: s
     )
 
 
-def test_eval_locomo_and_update_json(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def eval_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Proc, Proc]:
+    """`eval locomo --json` and `eval update --json` on tiny synthetic files, run once."""
+    tmp_path = tmp_path_factory.mktemp("eval")
     locomo = tmp_path / "locomo_tiny.json"
     locomo.write_text(
         json.dumps(
@@ -579,12 +582,22 @@ def test_eval_locomo_and_update_json(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     unused = tmp_path / "unused"
-    locomo_run, update_run = run_parallel(
-        (unused, "eval", "locomo", "--data", str(locomo), "--json"),
-        (unused, "eval", "update", "--data", str(update), "--json"),
+    return tuple(  # type: ignore[return-value]
+        run_parallel(
+            (unused, "eval", "locomo", "--data", str(locomo), "--json"),
+            (unused, "eval", "update", "--data", str(update), "--json"),
+        )
     )
 
-    result = json.loads(ok(locomo_run))
+
+def _json_out(proc: Proc) -> dict[str, Any]:
+    assert proc.returncode == 0, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return json.loads(proc.stdout)
+
+
+def test_eval_locomo_and_update_json(eval_runs: tuple[Proc, Proc]) -> None:
+    locomo_run, update_run = eval_runs
+    result = _json_out(locomo_run)
     assert set(result) == {"memora"}
     figures = result["memora"]
     assert {"overall", "by_category", "search_ms", "ingest_per_s"} <= figures.keys()
@@ -599,10 +612,22 @@ def test_eval_locomo_and_update_json(tmp_path: Path) -> None:
     assert 0.0 <= figures["search_ms"]["p50"] <= figures["search_ms"]["p95"]
     assert figures["ingest_per_s"] > 0
 
-    result = json.loads(ok(update_run))
+    result = _json_out(update_run)
     assert set(result) == {"memora"}
     figures = result["memora"]
     assert {"update_win", "answer@1", "stale@5", "collateral_per_row"} <= figures.keys()
     for key in ("update_win", "answer@1", "stale@5"):
         assert 0.0 <= figures[key] <= 1.0
-    assert 0.0 <= figures["collateral_per_row"] <= len(facts)
+    assert 0.0 <= figures["collateral_per_row"] <= 10
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG evals/common.py scratch_memora(): never calls Memora.close(), so the store's"
+    " background vector writes are flushed at exit, after the interpreter began shutting down"
+    " (and after the temp dir is removed): stderr gets a 'could not write vectors' traceback",
+)
+def test_eval_commands_exit_without_traceback(eval_runs: tuple[Proc, Proc]) -> None:
+    for proc in eval_runs:
+        assert proc.returncode == 0
+        assert "Traceback" not in proc.stderr, proc.stderr
