@@ -21,9 +21,11 @@ def percentile_ms(samples_s: list[float], q: float) -> float:
 @contextmanager
 def scratch_memora(data_dir: Path | None = None) -> Iterator[Memora]:
     """A Memora on a fresh data dir (a temporary one unless given)."""
-    if data_dir is not None:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        yield Memora(load_settings(data_dir=data_dir))
-        return
     with tempfile.TemporaryDirectory(prefix="memora-eval-") as tmp:
-        yield Memora(load_settings(data_dir=Path(tmp)))
+        root = data_dir or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        memora = Memora(load_settings(data_dir=root))
+        try:
+            yield memora
+        finally:
+            memora.close()

@@ -231,8 +231,8 @@ class Memora:
             return WriteOutcome(True, action=action, memory_id=unit.id, affected_ids=superseded)
         if action is ReconcileAction.REVIEW:
             unit.metadata["review_targets"] = list(decision.target_ids)
+            unit.needs_review = True
             self.store.add([unit], np.asarray([vector]))
-            self.store.mark_review(user_id, unit.id, True)
             return WriteOutcome(
                 True, action=action, memory_id=unit.id, affected_ids=list(decision.target_ids)
             )

@@ -46,6 +46,15 @@ def _close_opened() -> None:
         _opened.pop().close()
 
 
+def _id_table(*columns: str, title: str | None = None) -> Table:
+    """A table whose first column shows whole memory ids, so they can be pasted."""
+    table = Table(title=title)
+    table.add_column("id", no_wrap=True, min_width=32)
+    for column in columns:
+        table.add_column(column)
+    return table
+
+
 def _status_style(status: str) -> str:
     return {"active": "green", "superseded": "yellow", "archived": "dim"}.get(status, "")
 
@@ -70,7 +79,7 @@ def memories_search(query: str, user: UserOption = "default") -> None:
     if not results:
         console.print("no memories found")
         return
-    table = Table("id", "content", "score", "relevance", "cosine", "lexical")
+    table = _id_table("content", "score", "relevance", "cosine", "lexical")
     for hit in results:
         table.add_row(
             hit.memory.id,
@@ -98,7 +107,7 @@ def memories_list(
             json.dumps([json.loads(unit.model_dump_json()) for unit in units], ensure_ascii=False)
         )
         return
-    table = Table("id", "status", "kind", "imp", "content")
+    table = _id_table("status", "kind", "imp", "content")
     for unit in units:
         style = _status_style(unit.status.value)
         table.add_row(
@@ -131,7 +140,7 @@ def memories_history(memory_id: str, user: UserOption = "default") -> None:
     history = _memora().history(user, memory_id)
     if not history.chain:
         raise _missing(memory_id)
-    table = Table("id", "status", "created", "superseded_by", "content", title="versions")
+    table = _id_table("status", "created", "superseded_by", "content", title="versions")
     for unit in history.chain:
         table.add_row(
             unit.id,

@@ -37,7 +37,7 @@ class Settings(BaseSettings):
     """Retries of a failed chat model call."""
     retrieval_limit: int = Field(default=5, ge=1, le=50)
     """Most memories one search returns to the agent."""
-    retrieval_min_score: float = Field(default=0.25, ge=0.0, le=1.0)
+    retrieval_min_score: float = Field(default=0.1, ge=0.0, le=1.0)
     """Lowest relevance (0..1, see README) a memory needs to be returned."""
     max_agent_steps: int = Field(default=4, ge=1, le=20)
     """Tool executions allowed in one turn (seed 002)."""

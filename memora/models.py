@@ -115,6 +115,8 @@ class MemoryUnit(BaseModel):
     superseded_by: str | None = None
     supersedes: str | None = None
     embedding_model: str = ""
+    needs_review: bool = False
+    """Flagged by the write path as an ambiguous conflict for a person to settle."""
 
 
 class Neighbour(BaseModel):

@@ -271,8 +271,9 @@ class OfflineReconciler:
                 )
             if verdict is ReconcileAction.UPDATE:
                 superseded.append(neighbour)
-        if not superseded:
-            superseded = self._contradicted(new, neighbours)
+        # A swap and a contrast may point at different memories: pool them, and
+        # let the match score pick (below).
+        superseded += [n for n in self._contradicted(new, neighbours) if n not in superseded]
         if not superseded:
             superseded = self._restated(candidate.content, new, neighbours)
         if superseded:
@@ -307,11 +308,14 @@ class OfflineReconciler:
         return [n.memory.id for n, score in zip(hits, scores, strict=True)
                 if score >= best - self.tie]
 
-    def _restated(self, candidate: str, new: list[str], neighbours: list[Neighbour]) -> list[Neighbour]:
+    def _restated(
+        self, candidate: str, new: list[str], neighbours: list[Neighbour]
+    ) -> list[Neighbour]:
         """The one memory a reworded candidate restates with a different value.
 
         No token swap and no contrast word, so this asks for more: the memory's
-        names must reappear in the candidate (one may be replaced), something of
+        names must reappear in the candidate (one may be replaced, none merely
+        added), something of
         the memory must be lost (a candidate that keeps it whole is a refinement),
         and its match score must be high and clearly ahead of every other memory,
         because a new fact about the same people is usually compatible.
@@ -329,6 +333,8 @@ class OfflineReconciler:
         old_names, new_names = _names(best.memory.content), _names(candidate)
         if len(old_names - new_names) > 1 or (old_names and not old_names & new_names):
             return []
+        if new_names - old_names and old_names <= new_names:
+            return []  # names something more without replacing anything: an addition
         old = tokenize(best.memory.content)
         if not _content(align(old, new).old_changed_tokens()):
             return []

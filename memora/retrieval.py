@@ -48,8 +48,11 @@ class RetrievedMemory:
 
 
 def _minmax(values: np.ndarray) -> np.ndarray:
+    """Scale to 0..1 over this search's candidates; equal values score 1 if positive, else 0."""
     spread = float(values.max() - values.min()) if values.size else 0.0
-    return (values - values.min()) / spread if spread > 1e-12 else np.zeros_like(values)
+    if spread <= 1e-12:
+        return (values > 0).astype(np.float64)
+    return (values - values.min()) / spread
 
 
 def dense_query_text(query: str) -> str:

@@ -108,6 +108,7 @@ _COLUMNS = (
     "superseded_by",
     "supersedes",
     "embedding_model",
+    "needs_review",
 )
 
 
@@ -146,6 +147,7 @@ def _row_values(unit: MemoryUnit) -> tuple[Any, ...]:
         unit.superseded_by,
         unit.supersedes,
         unit.embedding_model,
+        int(unit.needs_review),
     )
 
 
@@ -271,6 +273,20 @@ def _open_chroma(data_dir: Path, chroma_url: str | None) -> Any:
     return chromadb.PersistentClient(path=str(data_dir / "chroma"), settings=settings)
 
 
+def _at_thread_shutdown(callback: Callable[[], None]) -> None:
+    """Run ``callback`` when the interpreter starts shutting down threads.
+
+    Plain ``atexit`` is too late: concurrent.futures, which chromadb uses,
+    refuses new work once threading's shutdown hooks ran, and those run first.
+    Hooks registered later run earlier, so this one still finds Chroma alive.
+    """
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:  # pragma: no cover - present on every supported CPython
+        atexit.register(callback)
+    else:
+        register(callback)
+
+
 class _VectorWriter:
     """Writes vectors to Chroma from one background thread, batched, in submission order.
 
@@ -303,7 +319,7 @@ class _VectorWriter:
                     target=self._run, name="memora-vector-writer", daemon=True
                 )
                 self._thread.start()
-                atexit.register(self.flush)
+                _at_thread_shutdown(self.flush)
         self._queue.put((list(units), np.array(vectors, dtype=np.float32)))
 
     def flush(self) -> None:
@@ -728,11 +744,7 @@ class LongTermMemoryStore:
 
     def mark_review(self, user_id: str, memory_id: str, needs_review: bool) -> None:
         """Flag or unflag a memory for a person's review."""
-        with self.db.transaction() as conn:
-            conn.execute(
-                "UPDATE memories SET needs_review = ? WHERE id = ? AND user_id = ?",
-                (int(needs_review), memory_id, user_id),
-            )
+        self.update(user_id, memory_id, needs_review=needs_review)
 
     # -- reads -----------------------------------------------------------
 

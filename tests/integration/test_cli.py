@@ -288,11 +288,6 @@ def test_export_import_round_trips_every_field(tmp_path: Path) -> None:
     assert before["archived"]["status"] == "archived"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG memora/api.py export()/import_lines(): the needs_review flag is a store column,"
-    " not a MemoryUnit field, so a pending review item is imported as a plain active memory",
-)
 def test_export_import_keeps_pending_review_items(tmp_path: Path) -> None:
     src, dst = tmp_path / "src", tmp_path / "dst"
     memora = api(src)
@@ -621,12 +616,6 @@ def test_eval_locomo_and_update_json(eval_runs: tuple[Proc, Proc]) -> None:
     assert 0.0 <= figures["collateral_per_row"] <= 10
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG evals/common.py scratch_memora(): never calls Memora.close(), so the store's"
-    " background vector writes are flushed at exit, after the interpreter began shutting down"
-    " (and after the temp dir is removed): stderr gets a 'could not write vectors' traceback",
-)
 def test_eval_commands_exit_without_traceback(eval_runs: tuple[Proc, Proc]) -> None:
     for proc in eval_runs:
         assert proc.returncode == 0

@@ -195,3 +195,51 @@ def test_negation_about_another_topic_of_same_person_is_not_an_update() -> None:
         _n("m1", "Amara Monrow is fluent in multiple languages.", 0.8),
     )
     assert decision.action is not ReconcileAction.UPDATE
+
+
+def test_role_swap_updates() -> None:
+    decision = _decide(
+        "Jonan Butley has written a cookbook that includes a foreword by Jasen Sandovar.",
+        _n("m1", "Jasen Sandovar has written a cookbook that includes a foreword by Jonan Butley.",
+           1.0),
+        _n("m2", "Jonan Butley and Jasen Sandovar collaborated on a charity event.", 0.64),
+    )
+    assert decision.action is ReconcileAction.UPDATE
+    assert decision.target_ids == ["m1"]
+
+
+def test_reworded_restatement_with_new_name_updates_only_the_best_match() -> None:
+    decision = _decide(
+        "Jasen Rodriquez was born in Los Angeles.",
+        _n("m1", "Jasen Rodriquez was born in New York City.", 0.79),
+        _n("m2", "Jasen Rodriquez is a professional dancer and choreographer.", 0.68),
+    )
+    assert decision.action is ReconcileAction.UPDATE
+    assert decision.target_ids == ["m1"]
+
+
+def test_restatement_without_a_clear_margin_keeps_both() -> None:
+    decision = _decide(
+        "Jasen Rodriquez was born in Los Angeles.",
+        _n("m1", "Jasen Rodriquez was born in New York City.", 0.6),
+        _n("m2", "Jasen Rodriquez was born into a family of dancers.", 0.78),
+    )
+    assert decision.action is not ReconcileAction.UPDATE
+
+
+def test_candidate_adding_a_name_is_an_addition() -> None:
+    decision = _decide(
+        "Kenton Macmillen's wildlife photographs have been featured in National Geographic.",
+        _n("m1", "Kenton Macmillen is known for his work as a wildlife photographer.", 0.8),
+    )
+    assert decision.action is not ReconcileAction.UPDATE
+
+
+def test_only_the_best_of_several_contradicted_memories_is_superseded() -> None:
+    decision = _decide(
+        "Christian Sutter did not score any goals for FC Basel during his career.",
+        _n("m1", "Christian Sutter scored one goal for FC Basel.", 0.885),
+        _n("m2", "Christian Sutter played for FC Basel during his football career.", 0.844),
+    )
+    assert decision.action is ReconcileAction.UPDATE
+    assert decision.target_ids == ["m1"]
