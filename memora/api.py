@@ -477,3 +477,22 @@ class Memora:
     def reindex(self) -> int:
         """Re-embed every memory with the configured model."""
         return self.store.reindex(self.embeddings.embed_array)
+
+
+_shared: dict[str, Memora] = {}
+
+
+def shared_memora(settings: Settings | None = None) -> Memora:
+    """The process-wide Memora for the settings' data dir (graph nodes share it)."""
+    settings = settings or get_settings()
+    key = f"{settings.data_dir}|{settings.chroma_url}|{settings.embeddings}"
+    if key not in _shared:
+        _shared[key] = Memora(settings)
+    return _shared[key]
+
+
+def close_shared() -> None:
+    """Flush and close every process-wide Memora."""
+    while _shared:
+        _, memora = _shared.popitem()
+        memora.close()

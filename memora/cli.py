@@ -253,11 +253,15 @@ def main() -> None:
     """Console entry point: known failures print one line and exit non-zero."""
     try:
         from evals import cli as _eval_commands  # noqa: F401  (registers `memora eval`)
+        from memora import cli_agent as _agent_commands  # noqa: F401  (chat, demo, …)
 
         try:
             app()
         finally:
             _close_opened()
+            from memora.api import close_shared
+
+            close_shared()
     except (StoreError, ConfigError) as error:
         errors.print(f"memora: {error}", markup=False)
         sys.exit(2)

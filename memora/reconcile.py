@@ -41,7 +41,7 @@ _STOP = _FILLER | _words(
 # Words that mark the candidate as a correction or contrast rather than an addition.
 _CONTRAST = _words(
     "not never no longer anymore instead only exclusively solely rather moved changed switched "
-    "nor neither 不 没 只 仅 改 搬 换"
+    "nor neither different 不 没 只 仅 改 搬 换"
 )
 # How many leading tokens are taken as a statement's subject ("Nora Fishel and Eliza", 我的英文).
 _SUBJECT_SPAN = 4
@@ -179,7 +179,11 @@ class OfflineReconciler:
     span (a name, number, place, level) states a new value for the same slot,
     so it supersedes that memory. A reworded candidate that negates or restricts
     ("never", "only", "instead") a close memory about the same subject and topic
-    supersedes the closest such memory. Everything else is new or merely related.
+    supersedes the closest such memory. A reworded candidate about the same names
+    whose match score (cosine + predicate-word overlap) is high and clearly ahead
+    of every other memory restates that one memory with a new value. Of several
+    superseded memories only the best-matching ones (ties) are taken. Everything
+    else is new or merely related.
     """
 
     def __init__(
@@ -196,12 +200,14 @@ class OfflineReconciler:
         max_dropped_content: int = 1,
         max_swapped_spans: int = 2,
         contrast_gate: float = 0.65,
+        contrast_low_gate: float = 0.5,
         contrast_margin: float = 0.0,
         contrast_min_topic: int = 2,
         match_score: float = 0.9,
         match_margin: float = 0.2,
         predicate_weight: float = 0.5,
         tie: float = 0.02,
+        min_swap_predicate: float = 0.2,
     ) -> None:
         """Configure the thresholds.
 
@@ -223,6 +229,8 @@ class OfflineReconciler:
             contrast_gate: Minimum cosine for a candidate that negates or restricts
                 ("never", "only", "instead") a memory about the same subject to
                 supersede it although the wording differs.
+            contrast_low_gate: Minimum cosine for such a candidate when its match
+                with the memory clearly leads all others (see ``match_margin``).
             contrast_margin: Such a paraphrased contradiction supersedes only the
                 memories within this cosine of the closest one, so that other facts
                 about the same subject survive.
@@ -236,6 +244,9 @@ class OfflineReconciler:
             predicate_weight: Weight of the predicate-word overlap in the match score.
             tie: Of several superseded candidates, only those within this match score
                 of the best are taken; the others are more likely separate facts.
+            min_swap_predicate: Least predicate overlap (as in the match score) for a
+                token swap to count: "A and B both attended the same university" ->
+                "A and B are members of the same chess club" swaps the verb too.
         """
         self.gate = gate
         self.related = related
@@ -248,12 +259,14 @@ class OfflineReconciler:
         self.max_dropped_content = max_dropped_content
         self.max_swapped_spans = max_swapped_spans
         self.contrast_gate = contrast_gate
+        self.contrast_low_gate = contrast_low_gate
         self.contrast_margin = contrast_margin
         self.contrast_min_topic = contrast_min_topic
         self.match_score = match_score
         self.match_margin = match_margin
         self.predicate_weight = predicate_weight
         self.tie = tie
+        self.min_swap_predicate = min_swap_predicate
 
     def decide(self, candidate: MemoryCandidate, neighbours: list[Neighbour]) -> ReconcileDecision:
         """Return SKIP, UPDATE, KEEP_BOTH or CREATE for ``candidate``."""
@@ -263,6 +276,12 @@ class OfflineReconciler:
             if neighbour.similarity < self.gate:
                 continue
             verdict = self._compare(tokenize(neighbour.memory.content), new)
+            if (
+                verdict is ReconcileAction.UPDATE
+                and _predicate_overlap(neighbour.memory.content, candidate.content)
+                < self.min_swap_predicate
+            ):
+                verdict = None  # the verb changed as well: another fact, not a new value
             if verdict is ReconcileAction.SKIP:
                 return ReconcileDecision(
                     action=ReconcileAction.SKIP,
@@ -273,7 +292,9 @@ class OfflineReconciler:
                 superseded.append(neighbour)
         # A swap and a contrast may point at different memories: pool them, and
         # let the match score pick (below).
-        superseded += [n for n in self._contradicted(new, neighbours) if n not in superseded]
+        superseded += [
+            n for n in self._contradicted(candidate.content, new, neighbours) if n not in superseded
+        ]
         if not superseded:
             superseded = self._restated(candidate.content, new, neighbours)
         if superseded:
@@ -301,6 +322,12 @@ class OfflineReconciler:
             neighbour.memory.content, candidate
         )
 
+    def _leads(self, candidate: str, neighbour: Neighbour, neighbours: list[Neighbour]) -> bool:
+        """Whether ``neighbour`` matches the candidate clearly better than all others."""
+        own = self._match(candidate, neighbour)
+        others = [self._match(candidate, n) for n in neighbours if n is not neighbour]
+        return all(own - other >= self.match_margin for other in others)
+
     def _closest(self, candidate: str, hits: list[Neighbour]) -> list[str]:
         """Keep only the best-matching superseded memories (ties kept)."""
         scores = [self._match(candidate, n) for n in hits]
@@ -315,8 +342,8 @@ class OfflineReconciler:
 
         No token swap and no contrast word, so this asks for more: the memory's
         names must reappear in the candidate (one may be replaced, none merely
-        added), something of
-        the memory must be lost (a candidate that keeps it whole is a refinement),
+        added), something of the memory must be lost (a candidate that keeps it
+        whole is a refinement),
         and its match score must be high and clearly ahead of every other memory,
         because a new fact about the same people is usually compatible.
         """
@@ -340,12 +367,16 @@ class OfflineReconciler:
             return []
         return [best]
 
-    def _contradicted(self, new: list[str], neighbours: list[Neighbour]) -> list[Neighbour]:
+    def _contradicted(
+        self, candidate: str, new: list[str], neighbours: list[Neighbour]
+    ) -> list[Neighbour]:
         """Memories a reworded candidate contradicts ("X has never ...", "X only ...").
 
         Wording differs too much for alignment, so this relies on a contrast word
         the memory lacks, a shared subject and a high cosine; only the closest
         memories are taken, because the others are more likely separate facts.
+        A memory below ``contrast_gate`` (but above ``contrast_low_gate``) counts
+        only if its match score leads every other memory by ``match_margin``.
         """
         cues = _CONTRAST & set(new)
         if not cues:
@@ -355,7 +386,11 @@ class OfflineReconciler:
         hits = []
         for n in neighbours:
             old = tokenize(n.memory.content)
-            if n.similarity < self.contrast_gate or cues <= set(old) or not subject & set(old):
+            if n.similarity < self.contrast_low_gate or cues <= set(old):
+                continue
+            if not subject & set(old):
+                continue
+            if n.similarity < self.contrast_gate and not self._leads(candidate, n, neighbours):
                 continue
             # Sharing only the subject means another fact about the same person.
             if len(topic & _stems(old)) >= self.contrast_min_topic:

@@ -243,3 +243,39 @@ def test_only_the_best_of_several_contradicted_memories_is_superseded() -> None:
     )
     assert decision.action is ReconcileAction.UPDATE
     assert decision.target_ids == ["m1"]
+
+
+def test_swap_that_changes_the_verb_is_another_fact() -> None:
+    decision = _decide(
+        "Jonas Wade and Mitchell Borne are members of the same local chess club.",
+        _n("m1", "Jonas Wade and Mitchell Borne both attended the same university.", 0.76),
+    )
+    assert decision.action is not ReconcileAction.UPDATE
+
+
+def test_weaker_negation_updates_only_a_clear_best_match() -> None:
+    new = ("Brion Lang has never published any articles or essays online or in print, "
+           "and instead focuses exclusively on live spoken word performances.")
+    old = "Brion Lang might have published articles or essays in online magazines."
+    decision = _decide(
+        new, _n("m1", old, 0.618),
+        _n("m2", "Brion Lang could have attended a university with a focus on liberal arts.", 0.39),
+    )
+    assert decision.action is ReconcileAction.UPDATE
+    assert decision.target_ids == ["m1"]
+    ambiguous = _decide(
+        new, _n("m1", old, 0.618),
+        _n("m2", "Brion Lang has published essays about spoken word performances.", 0.6),
+    )
+    assert ambiguous.action is not ReconcileAction.UPDATE
+
+
+def test_different_contradicts_a_shared_value() -> None:
+    decision = _decide(
+        "Kelsa Horten and Melina Tayler attended different universities; Kelsa Horten "
+        "attended the University of Vienna, while Melina Tayler attended Charles University.",
+        _n("m1", "Kelsa Horten and Melina Tayler both attended the University of Vienna.", 0.94),
+        _n("m2", "Melina Tayler and Barbora Taylen are sisters who grew up in Prague.", 0.57),
+    )
+    assert decision.action is ReconcileAction.UPDATE
+    assert decision.target_ids == ["m1"]

@@ -1,0 +1,65 @@
+"""The agent's wiring: nodes, and the routing functions that enforce the step limit."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langgraph.graph import END, START, StateGraph
+
+from memora.config import get_settings
+from nodes.approve_forget import approve_forget
+from nodes.assemble_context import assemble_context
+from nodes.call_model import call_model
+from nodes.commit_memory import commit_memory
+from nodes.common import last_ai_message
+from nodes.delete_memory import delete_memory
+from nodes.execute_tool import execute_tool
+from nodes.finish import finish
+from nodes.state import Context, State
+
+
+def route_after_model(state: State) -> Literal["execute_tool", "commit_memory", "finish"]:
+    """Tool call within the step limit → run it; over the limit or failed → finish; else commit.
+
+    MAX_AGENT_STEPS counts tool executions (seed 002): after the 4th
+    observation the model gets one more call, and a 5th tool call is not run.
+    """
+    if state.stop_reason:
+        return "finish"
+    last = last_ai_message(state.messages)
+    if last is not None and last.tool_calls:
+        return "execute_tool" if state.tool_steps < get_settings().max_agent_steps else "finish"
+    return "commit_memory"
+
+
+def route_after_tool(state: State) -> Literal["call_model", "finish"]:
+    """A crashed handler ends the turn with tool_error; otherwise back to the model."""
+    return "finish" if state.stop_reason == "tool_error" else "call_model"
+
+
+def route_after_approval(state: State) -> Literal["delete_memory", "finish"]:
+    """Delete only what the user approved."""
+    return "delete_memory" if state.approved_forget_ids else "finish"
+
+
+builder = StateGraph(State, context_schema=Context)
+builder.add_node(assemble_context)
+builder.add_node(call_model)
+builder.add_node(execute_tool)
+builder.add_node(commit_memory)
+builder.add_node(approve_forget)
+builder.add_node(delete_memory)
+builder.add_node(finish)
+builder.add_edge(START, "assemble_context")
+builder.add_edge("assemble_context", "call_model")
+builder.add_conditional_edges("call_model", route_after_model)
+builder.add_conditional_edges("execute_tool", route_after_tool)
+builder.add_edge("commit_memory", "approve_forget")
+builder.add_conditional_edges("approve_forget", route_after_approval)
+builder.add_edge("delete_memory", "finish")
+builder.add_edge("finish", END)
+
+
+def recursion_limit() -> int:
+    """A hard backstop above the step limit: two super-steps per tool step plus the fixed path."""
+    return 2 * get_settings().max_agent_steps + 10

@@ -1,0 +1,44 @@
+"""After a final answer: commit remember actions through the write path, touch used memories."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from memora.models import MemoryCandidate, MemorySource
+from nodes.common import library, owned_user_id
+from nodes.state import Context, State
+
+logger = logging.getLogger(__name__)
+
+
+def commit_memory(state: State, runtime: Runtime[Context], config: RunnableConfig) -> dict[str, Any]:
+    """Run each pending remember action through policy and reconciliation, then touch."""
+    user_id = owned_user_id(state, runtime, config)
+    memora = library()
+    thread_id = (config.get("configurable") or {}).get("thread_id")
+    source = MemorySource(thread_id=thread_id, turn=None, actor="agent")
+    candidates = [
+        MemoryCandidate.model_validate(action["candidate"])
+        for action in state.pending_actions
+        if action.get("type") == "remember_memory"
+    ]
+    outcomes = memora.store_accepted_memories(user_id, candidates, source)
+    memora.touch(user_id, state.used_memory_ids)
+    return {
+        "stop_reason": "final_answer",
+        "commit_outcomes": [
+            {
+                "accepted": outcome.accepted,
+                "reason": outcome.reason,
+                "action": outcome.action.value if outcome.action else None,
+                "memory_id": outcome.memory_id,
+                "affected_ids": outcome.affected_ids,
+            }
+            for outcome in outcomes
+        ],
+        "tool_tokens": state.tool_tokens + sum(outcome.tokens for outcome in outcomes),
+    }

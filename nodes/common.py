@@ -1,0 +1,73 @@
+"""Helpers the nodes share: whose turn this is, and the library they call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from memora.api import Memora, shared_memora
+from memora.config import Settings, get_settings
+from nodes.state import Context, State
+
+DEFAULT_USER = "default"
+
+
+class ThreadOwnershipError(PermissionError):
+    """A run or resume came from a user other than the thread's owner."""
+
+
+def resolve_user_id(runtime: Runtime[Context] | None, config: RunnableConfig | None) -> str:
+    """The user: the run's context, else ``configurable.user_id``, else "default"."""
+    context = getattr(runtime, "context", None) if runtime is not None else None
+    user_id = getattr(context, "user_id", "") if context is not None else ""
+    if not user_id and isinstance(context, dict):
+        user_id = str(context.get("user_id") or "")
+    if not user_id and config is not None:
+        user_id = str((config.get("configurable") or {}).get("user_id") or "")
+    return user_id or DEFAULT_USER
+
+
+def owned_user_id(state: State, runtime: Runtime[Context] | None, config: RunnableConfig) -> str:
+    """The current user, refusing anyone but the thread's owner."""
+    user_id = resolve_user_id(runtime, config)
+    if state.owner_user_id and state.owner_user_id != user_id:
+        raise ThreadOwnershipError(
+            f"this thread belongs to another user; user {user_id!r} cannot continue it"
+        )
+    return user_id
+
+
+def settings() -> Settings:
+    """Process-wide settings."""
+    return get_settings()
+
+
+def library() -> Memora:
+    """The process-wide memory library."""
+    return shared_memora(get_settings())
+
+
+def current_turn_start(messages: list[AnyMessage]) -> int:
+    """Index of the latest user message: the turn runs from there to the end."""
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], HumanMessage):
+            return index
+    return len(messages)
+
+
+def last_ai_message(messages: list[AnyMessage]) -> AIMessage | None:
+    """The newest AI message, if the thread ends with one."""
+    return messages[-1] if messages and isinstance(messages[-1], AIMessage) else None
+
+
+def text_of(message: AnyMessage) -> str:
+    """A message's text content, whatever its content shape."""
+    content: Any = message.content
+    if isinstance(content, str):
+        return content
+    return "".join(
+        part.get("text", "") if isinstance(part, dict) else str(part) for part in content
+    )
