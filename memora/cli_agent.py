@@ -91,8 +91,9 @@ def run_turn(
     payload: Any = (
         {"messages": [HumanMessage(text)]} if text is not None else _resume(agent, config, ask)
     )
+    replied = text is None  # a resumed turn's reply was shown before it paused
     while payload is not None:
-        streamed = False
+        mid_line = False
         for mode, chunk in agent.stream(
             payload, config, context=context, stream_mode=["messages", "updates"]
         ):
@@ -104,21 +105,36 @@ def run_turn(
                     and isinstance(message.content, str)
                     and message.content
                 ):
-                    if not streamed:
+                    if not mid_line:
                         console.print("[bold]Memora[/bold]: ", end="")
                     console.print(message.content, end="", markup=False, highlight=False)
-                    streamed = True
+                    mid_line = replied = True
             elif verbose:
+                if mid_line:
+                    console.print()
+                    mid_line = False
                 for node, update in chunk.items():
                     if node != "__interrupt__" and isinstance(update, dict):
                         _print_step(node, update)
-        values = agent.get_state(config).values
-        if streamed:
+        if mid_line:
             console.print()
-        elif not _pending_interrupts(agent, config) and values.get("reply"):
-            console.print(f"[bold]Memora[/bold]: {values['reply']}", markup=True)
+        values = agent.get_state(config).values
+        if not replied and values.get("reply"):
+            console.print("[bold]Memora[/bold]: ", end="")
+            console.print(values["reply"], markup=False, highlight=False)
+            replied = True
         payload = _resume(agent, config, ask)
-    return dict(agent.get_state(config).values)
+    values = dict(agent.get_state(config).values)
+    if values.get("approved_forget_ids") or _had_forget(values):
+        deleted = values.get("deleted_memory_ids") or []
+        console.print("Memory deleted." if deleted else "Memory deletion cancelled; kept.")
+    return values
+
+
+def _had_forget(values: dict[str, Any]) -> bool:
+    return values.get("stop_reason") == "final_answer" and any(
+        action.get("type") == "forget_memory" for action in values.get("pending_actions", [])
+    )
 
 
 def _pending_interrupts(agent: Any, config: dict[str, Any]) -> list[Any]:
@@ -132,7 +148,7 @@ def _resume(agent: Any, config: dict[str, Any], ask: Asker) -> Command | None:
     if not pending:
         return None
     request = pending[0].value
-    console.print("\n--- Forget Request ---")
+    console.print("--- Forget Request ---")
     console.print(f"Memory: {request.get('preview')}", markup=False)
     console.print(f"Reason: {request.get('reason')}", markup=False)
     return Command(resume=ask(request))
@@ -290,20 +306,29 @@ def threads_delete(
 
 DEMO_SESSIONS: list[tuple[str, list[str]]] = [
     ("seed 000 §15, test 1: no memory needed", ["請解釋 present perfect。"]),
-    ("seed 000 §15, test 2: recall a past weakness", [
-        "請記住，我經常混淆 present perfect 和 past simple。",
-        "依照我以前提過的弱點，今天應該練什麼？",
-    ]),
+    (
+        "seed 000 §15, test 2: recall a past weakness",
+        [
+            "請記住，我的弱點是經常混淆 present perfect 和 past simple。",
+            "依照我以前提過的弱點，今天應該練什麼？",
+        ],
+    ),
     ("seed 000 §15, test 3: remember on request", ["請記住，我預計明年五月參加 IELTS。"]),
     ("seed 000 §15, test 4: sensitive data is refused", ["請記住，我的驗證碼是 123456。"]),
     ("seed 000 §15, test 5: forget needs approval", ["不要再記得我以前想準備 IELTS。"]),
-    ("seed 003, session 1: preferences and project", [
-        "I prefer concise answers with code examples.",
-        "I'm working on a project called Atlas, a LangGraph agent for travel planning.",
-    ]),
-    ("seed 003, session 2 (new thread): recall across sessions", [
-        "What do you know about my project and my preferred style?",
-    ]),
+    (
+        "seed 003, session 1: preferences and project",
+        [
+            "I prefer concise answers with code examples.",
+            "I'm working on a project called Atlas, a LangGraph agent for travel planning.",
+        ],
+    ),
+    (
+        "seed 003, session 2 (new thread): recall across sessions",
+        [
+            "What do you know about my project and my preferred style?",
+        ],
+    ),
 ]
 
 
@@ -332,7 +357,7 @@ def demo(
         def ask(request: dict[str, Any]) -> Any:
             if yes or no:
                 answer = "y" if yes else "n"
-                console.print(f"Delete this memory? [y/N]: {answer}")
+                console.print(f"Delete this memory? [y/N]: {answer}", markup=False)
                 return answer
             return prompt_approval(request)
 

@@ -285,7 +285,7 @@ _RECALL_RE = _rx(
 _QUERY_NOISE = _rx(
     r"(?<![a-z])(?:my|me|i|i'm|mine|myself|what|where|when|which|who|how|is|are|was|were"
     r"|do|does|did|please|again|still|about|the)(?![a-z])"
-    r"|什么|哪里|哪儿|哪些|哪个|哪|怎么样|怎么|如何|为什么|是不是"
+    r"|什么时候|何时|几时|什么|哪里|哪儿|哪些|哪个|哪|怎么样|怎么|如何|为什么|是不是"
     r"|以前|之前|过去|曾经|(?:吗|呢|嘛|么)(?=\s*[?？]?\s*$)|^我的|^我"
 )
 _CLAUSE_RE = _rx(r"[,，;；]")
@@ -701,7 +701,7 @@ def _describe_forget(step: _Step, lang: _Lang) -> str:
         return lang.say(
             f'I found this memory: "{preview}". I asked to delete it, but confirmation is '
             "still required: nothing is deleted until you approve.",
-            f"我找到這筆記憶：「{preview}」。刪除前需要你的確認；在你同意之前不會刪除。",
+            f"我找到這筆記憶：「{preview}」，刪除前需要你的確認；在你同意之前不會刪除。",
         )
     return lang.say(
         f"The forget request answered: {json.dumps(step.result, ensure_ascii=False)}",

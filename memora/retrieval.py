@@ -34,6 +34,10 @@ from memora.store import UserIndex
 DENSE_WEIGHT = 0.5
 IMPORTANCE_WEIGHT = 0.1
 RECENCY_WEIGHT = 0.1
+CONFLICT_WINDOW = 20
+"""Candidates (at least ``limit``) among which a newer restatement is moved up."""
+CONFLICT_MIN_COSINE = 0.8
+"""Stored-vector cosine at which two memories count as restatements of one fact."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,35 @@ def _minmax(values: np.ndarray) -> np.ndarray:
     if spread <= 1e-12:
         return (values > 0).astype(np.float64)
     return (values - values.min()) / spread
+
+
+def _newer_restatements_first(
+    index: UserIndex, rows: np.ndarray, order: np.ndarray
+) -> np.ndarray:
+    """Move each memory directly above the best-ranked older restatement of it.
+
+    ``order`` indexes ``rows``, best first. One pass, best first: a memory that
+    has an older near-duplicate (stored-vector cosine >= ``CONFLICT_MIN_COSINE``)
+    ranked above it is moved to just above the highest such one; everything
+    else keeps its relative order. Nothing is added or dropped.
+    """
+    if order.size < 2:
+        return order
+    picked = rows[order]
+    vectors = index.vectors[picked]
+    similar = (vectors @ vectors.T) >= CONFLICT_MIN_COSINE
+    created = np.array(
+        [index.units[index.ids[row]].created_at.timestamp() for row in picked]
+    )
+    current = list(range(order.size))
+    for item in range(order.size):
+        position = current.index(item)
+        for above in range(position):
+            other = current[above]
+            if similar[item, other] and created[other] < created[item]:
+                current.insert(above, current.pop(position))
+                break
+    return order[np.asarray(current)]
 
 
 def dense_query_text(query: str) -> str:
@@ -107,9 +140,11 @@ def rank(
         1 + IMPORTANCE_WEIGHT * (index.importance[rows] - 3) / 2 + RECENCY_WEIGHT * recency
     )
     keep = np.flatnonzero(relevance >= min_relevance)
-    if keep.size > limit:
-        keep = keep[np.argpartition(-score[keep], limit - 1)[:limit]]
+    window = max(limit, CONFLICT_WINDOW)
+    if keep.size > window:
+        keep = keep[np.argpartition(-score[keep], window - 1)[:window]]
     order = keep[np.argsort(-score[keep], kind="stable")]
+    order = _newer_restatements_first(index, rows, order)[:limit]
     return [
         RetrievedMemory(
             memory=index.units[index.ids[rows[i]]],

@@ -134,9 +134,7 @@ def search_memory(args: SearchMemoryArgs, ctx: ToolContext) -> ToolHandlerResult
     Returns:
         The memories found; their ids count as used if the turn ends with an answer.
     """
-    hits = ctx.memora.search(
-        ctx.user_id, args.query, thread_id=ctx.thread_id, now=ctx.now
-    )
+    hits = ctx.memora.search(ctx.user_id, args.query, thread_id=ctx.thread_id, now=ctx.now)
     memories = [
         {
             "memory_id": hit.memory.id,

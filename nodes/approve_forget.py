@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
@@ -23,9 +22,9 @@ def is_approval(answer: Any) -> bool:
     return isinstance(answer, str) and answer.strip().lower() in _YES
 
 
-def approve_forget(state: State, runtime: Runtime[Context], config: RunnableConfig) -> dict[str, Any]:
+def approve_forget(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Interrupt once per forget action; the node re-runs on resume, so nothing happens before."""
-    owned_user_id(state, runtime, config)
+    owned_user_id(state, runtime)
     approved = []
     for action in state.pending_actions:
         if action.get("type") != "forget_memory":

@@ -6,7 +6,6 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
-from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from memora.prompts import SYSTEM_PROMPT
@@ -23,8 +22,7 @@ def _earlier_turns(messages: list[AnyMessage]) -> list[list[AnyMessage]]:
         if isinstance(message, HumanMessage):
             turns.append([message])
         elif (
-            isinstance(message, AIMessage) and not message.tool_calls and turns
-            and text_of(message)
+            isinstance(message, AIMessage) and not message.tool_calls and turns and text_of(message)
         ):
             turns[-1] = [turns[-1][0], message]
     return turns
@@ -38,9 +36,7 @@ def _summarise(turns: list[list[AnyMessage]], previous: str) -> str:
     return summary[-SUMMARY_MAX_CHARS:]
 
 
-def assemble_context(
-    state: State, runtime: Runtime[Context], config: RunnableConfig
-) -> dict[str, Any]:
+def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Reset the turn and choose which earlier turns fit the token budget.
 
     Background (system prompt, profile, summary) and the agent loop's reserve
@@ -49,7 +45,7 @@ def assemble_context(
     fit are folded into the summary. Earlier tool traffic is never replayed,
     so no tool call can be separated from its result.
     """
-    user_id = owned_user_id(state, runtime, config)
+    user_id = owned_user_id(state, runtime)
     config_settings = settings()
     start = current_turn_start(state.messages)
     current = state.messages[start:]

@@ -7,7 +7,6 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, SystemMessage
-from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from memora.chat_models import get_chat_model
@@ -29,7 +28,9 @@ def model_input(state: State, user_id: str) -> list[AnyMessage]:
     background = SYSTEM_PROMPT
     profile = library().get_profile(user_id)
     if profile:
-        background += f"\n\n{PROFILE_HEADER}\n" + "\n".join(f"- {k}: {v}" for k, v in profile.items())
+        background += f"\n\n{PROFILE_HEADER}\n" + "\n".join(
+            f"- {k}: {v}" for k, v in profile.items()
+        )
     if state.summary:
         background += f"\n\n{SUMMARY_HEADER}\n{state.summary}"
     keep = set(state.context_message_ids)
@@ -38,17 +39,19 @@ def model_input(state: State, user_id: str) -> list[AnyMessage]:
     return [SystemMessage(background), *history, *state.messages[start:]]
 
 
-def call_model(state: State, runtime: Runtime[Context], config: RunnableConfig) -> dict[str, Any]:
+def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Call the model once; a failure or an empty answer ends the turn."""
-    user_id = owned_user_id(state, runtime, config)
+    user_id = owned_user_id(state, runtime)
     try:
-        response = _bound_model().invoke(model_input(state, user_id), config)
+        response = _bound_model().invoke(model_input(state, user_id))
     except Exception as error:  # any provider failure ends the turn with api_error
         logger.warning("chat model call failed: %s", error)
         return {"stop_reason": "api_error", "error": f"{type(error).__name__}: {error}"[:300]}
-    if not isinstance(response, AIMessage) or not (response.tool_calls or text_of(response).strip()):
+    if not isinstance(response, AIMessage) or not (
+        response.tool_calls or text_of(response).strip()
+    ):
         return {"stop_reason": "empty_response"}
-    usage = response.usage_metadata or {}
+    usage: dict[str, Any] = dict(response.usage_metadata or {})
     return {
         "messages": [response],
         "response_tokens": state.response_tokens + int(usage.get("total_tokens", 0)),

@@ -5,21 +5,20 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from memora.models import MemoryCandidate, MemorySource
-from nodes.common import library, owned_user_id
+from nodes.common import current_thread_id, library, owned_user_id
 from nodes.state import Context, State
 
 logger = logging.getLogger(__name__)
 
 
-def commit_memory(state: State, runtime: Runtime[Context], config: RunnableConfig) -> dict[str, Any]:
+def commit_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Run each pending remember action through policy and reconciliation, then touch."""
-    user_id = owned_user_id(state, runtime, config)
+    user_id = owned_user_id(state, runtime)
     memora = library()
-    thread_id = (config.get("configurable") or {}).get("thread_id")
+    thread_id = current_thread_id()
     source = MemorySource(thread_id=thread_id, turn=None, actor="agent")
     candidates = [
         MemoryCandidate.model_validate(action["candidate"])

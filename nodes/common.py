@@ -6,6 +6,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from memora.api import Memora, shared_memora
@@ -30,14 +31,20 @@ def resolve_user_id(runtime: Runtime[Context] | None, config: RunnableConfig | N
     return user_id or DEFAULT_USER
 
 
-def owned_user_id(state: State, runtime: Runtime[Context] | None, config: RunnableConfig) -> str:
+def owned_user_id(state: State, runtime: Runtime[Context] | None) -> str:
     """The current user, refusing anyone but the thread's owner."""
-    user_id = resolve_user_id(runtime, config)
+    user_id = resolve_user_id(runtime, get_config())
     if state.owner_user_id and state.owner_user_id != user_id:
         raise ThreadOwnershipError(
             f"this thread belongs to another user; user {user_id!r} cannot continue it"
         )
     return user_id
+
+
+def current_thread_id() -> str | None:
+    """The running thread's id, if the run has one."""
+    thread_id = (get_config().get("configurable") or {}).get("thread_id")
+    return str(thread_id) if thread_id is not None else None
 
 
 def settings() -> Settings:

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from nodes.common import library, owned_user_id
 from nodes.state import Context, State
 
 
-def delete_memory(state: State, runtime: Runtime[Context], config: RunnableConfig) -> dict[str, Any]:
+def delete_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Forget each approved memory and its supersession chain."""
-    user_id = owned_user_id(state, runtime, config)
+    user_id = owned_user_id(state, runtime)
     memora = library()
     deleted: list[str] = []
     for memory_id in state.approved_forget_ids:

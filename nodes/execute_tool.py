@@ -7,13 +7,13 @@ import logging
 from typing import Any
 
 from langchain_core.messages import ToolMessage
-from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from memora.models import utcnow
 from memora.prompts import ONE_TOOL_OBSERVATION
 from memora.tools import ToolContext, dispatch
 from nodes.common import (
+    current_thread_id,
     current_turn_start,
     last_ai_message,
     library,
@@ -29,9 +29,9 @@ def _refusal(tool_call_id: str, error: str) -> ToolMessage:
     return ToolMessage(json.dumps({"ok": False, "error": error}), tool_call_id=tool_call_id)
 
 
-def execute_tool(state: State, runtime: Runtime[Context], config: RunnableConfig) -> dict[str, Any]:
+def execute_tool(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Execute the first tool call (one per step); answer any others with ok:false."""
-    user_id = owned_user_id(state, runtime, config)
+    user_id = owned_user_id(state, runtime)
     request = last_ai_message(state.messages)
     assert request is not None and request.tool_calls, "routed here without a tool call"
     call, *extra = request.tool_calls
@@ -39,7 +39,7 @@ def execute_tool(state: State, runtime: Runtime[Context], config: RunnableConfig
     context = ToolContext(
         memora=library(),
         user_id=user_id,
-        thread_id=(config.get("configurable") or {}).get("thread_id"),
+        thread_id=current_thread_id(),
         user_message=text_of(state.messages[start]) if start < len(state.messages) else "",
         now=utcnow(),
     )
@@ -52,8 +52,10 @@ def execute_tool(state: State, runtime: Runtime[Context], config: RunnableConfig
         update["stop_reason"] = "tool_error"
         update["error"] = message
         observation = _refusal(call["id"] or "", "the tool failed")
-        update["messages"] = [observation, *(_refusal(c["id"] or "", ONE_TOOL_OBSERVATION)
-                                             for c in extra)]
+        update["messages"] = [
+            observation,
+            *(_refusal(c["id"] or "", ONE_TOOL_OBSERVATION) for c in extra),
+        ]
         return update
     messages = [ToolMessage(outcome.observation, tool_call_id=call["id"] or "", name=call["name"])]
     messages += [_refusal(c["id"] or "", ONE_TOOL_OBSERVATION) for c in extra]
@@ -61,7 +63,9 @@ def execute_tool(state: State, runtime: Runtime[Context], config: RunnableConfig
     if outcome.result is not None:
         result = outcome.result
         update["tool_tokens"] = state.tool_tokens + result.token_usage
-        update["used_memory_ids"] = list(dict.fromkeys(state.used_memory_ids + result.used_memory_ids))
+        update["used_memory_ids"] = list(
+            dict.fromkeys(state.used_memory_ids + result.used_memory_ids)
+        )
         update["pending_actions"] = state.pending_actions + [
             action for action in result.pending_actions if action not in state.pending_actions
         ]

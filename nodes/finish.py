@@ -29,13 +29,15 @@ def finish(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         note = json.dumps({"ok": False, "error": STEP_LIMIT_OBSERVATION.format(steps=steps)})
         unrun = [ToolMessage(note, tool_call_id=call["id"] or "") for call in last.tool_calls]
         reply = MAX_STEPS_REPLY.format(steps=steps)
-        return {"stop_reason": "max_steps", "reply": reply,
-                "messages": [*unrun, AIMessage(reply)]}
+        return {"stop_reason": "max_steps", "reply": reply, "messages": [*unrun, AIMessage(reply)]}
     replies = {
         "api_error": API_ERROR_REPLY.format(error=state.error),
         "empty_response": EMPTY_RESPONSE_REPLY,
         "tool_error": TOOL_ERROR_REPLY.format(error=state.error),
     }
     reply = replies.get(state.stop_reason, EMPTY_RESPONSE_REPLY)
-    return {"stop_reason": state.stop_reason or "empty_response", "reply": reply,
-            "messages": [AIMessage(reply)]}
+    return {
+        "stop_reason": state.stop_reason or "empty_response",
+        "reply": reply,
+        "messages": [AIMessage(reply)],
+    }

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -20,6 +19,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from pydantic import BaseModel
 
 from memora.models import MemoryCandidate, MemoryType
 from memora.offline_model import MAX_TOOL_RESULTS, OFFLINE_MARKER, OfflineChatModel
