@@ -27,7 +27,7 @@ from datetime import datetime
 
 import numpy as np
 
-from memora.lexical import content_words
+from memora.lexical import content_words, tokenize
 from memora.models import MemoryUnit
 from memora.store import UserIndex
 
@@ -38,6 +38,8 @@ CONFLICT_WINDOW = 20
 """Candidates (at least ``limit``) among which a newer restatement is moved up."""
 CONFLICT_MIN_COSINE = 0.8
 """Stored-vector cosine at which two memories count as restatements of one fact."""
+CONFLICT_MIN_OVERLAP = 0.0
+"""And the Jaccard overlap of their index terms (``lexical.tokenize``) they must reach."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,13 @@ def _newer_restatements_first(
     picked = rows[order]
     vectors = index.vectors[picked]
     similar = (vectors @ vectors.T) >= CONFLICT_MIN_COSINE
+    if CONFLICT_MIN_OVERLAP > 0 and similar.any():
+        terms = [set(tokenize(index.units[index.ids[row]].content)) for row in picked]
+        for a, b in zip(*np.nonzero(np.triu(similar, 1)), strict=True):
+            shared = len(terms[a] & terms[b])
+            union = len(terms[a] | terms[b])
+            if union == 0 or shared / union < CONFLICT_MIN_OVERLAP:
+                similar[a, b] = similar[b, a] = False
     created = np.array(
         [index.units[index.ids[row]].created_at.timestamp() for row in picked]
     )

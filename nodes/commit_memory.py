@@ -8,7 +8,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from memora.models import MemoryCandidate, MemorySource
-from nodes.common import current_thread_id, library, owned_user_id
+from nodes.common import current_thread_id, last_ai_message, library, owned_user_id, text_of
 from nodes.state import Context, State
 
 logger = logging.getLogger(__name__)
@@ -27,8 +27,10 @@ def commit_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ]
     outcomes = memora.store_accepted_memories(user_id, candidates, source)
     memora.touch(user_id, state.used_memory_ids)
+    answer = last_ai_message(state.messages)
     return {
         "stop_reason": "final_answer",
+        "reply": text_of(answer) if answer is not None else "",
         "commit_outcomes": [
             {
                 "accepted": outcome.accepted,

@@ -1,0 +1,200 @@
+"""The compiled graph with the offline model, a SQLite checkpointer and a real store."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+import memora.api
+import memora.chat_models
+from graph.builder import builder
+from memora.config import get_settings
+from nodes.approve_forget import is_approval
+from nodes.assemble_context import assemble_context
+from nodes.common import ThreadOwnershipError
+from nodes.state import Context, State
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    monkeypatch.setenv("MEMORA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    get_settings.cache_clear()
+    memora.chat_models._models.clear()
+    yield builder.compile(checkpointer=InMemorySaver())
+    memora.api.close_shared()
+    get_settings.cache_clear()
+
+
+def _turn(agent: Any, thread: str, text: str, user: str = "alice") -> dict[str, Any]:
+    config = {"configurable": {"thread_id": thread, "user_id": user}}
+    return agent.invoke({"messages": [HumanMessage(text)]}, config, context=Context(user_id=user))
+
+
+def _resume(agent: Any, thread: str, answer: Any, user: str = "alice") -> dict[str, Any]:
+    config = {"configurable": {"thread_id": thread, "user_id": user}}
+    return agent.invoke(Command(resume=answer), config, context=Context(user_id=user))
+
+
+def _tool_names(result: dict[str, Any]) -> list[str]:
+    return [
+        call["name"]
+        for message in result["messages"]
+        if isinstance(message, AIMessage)
+        for call in message.tool_calls
+    ]
+
+
+def _store() -> memora.api.Memora:
+    return memora.api.shared_memora(get_settings())
+
+
+def test_result_shape_and_no_tool_for_plain_questions(agent: Any) -> None:
+    result = _turn(agent, "t1", "請解釋 present perfect。")
+    assert result["stop_reason"] == "final_answer"
+    assert _tool_names(result) == []
+    assert "[offline model]" in result["reply"]
+    for key in ("reply", "stop_reason", "tool_steps", "response_tokens", "tool_tokens",
+                "used_memory_ids", "pending_actions"):
+        assert key in result
+    assert result["tool_steps"] == 0 and result["response_tokens"] > 0
+
+
+def test_seed_scenarios_remember_recall_refuse_forget(agent: Any) -> None:
+    remembered = _turn(agent, "t1", "請記住，我預計明年五月參加 IELTS。")
+    assert _tool_names(remembered) == ["remember_memory"]
+    stored = _store().list("alice")
+    assert len(stored) == 1 and "IELTS" in stored[0].content
+    assert "2027" in stored[0].content or "-05" in stored[0].content  # 明年五月 resolved
+
+    refused = _turn(agent, "t1", "請記住，我的驗證碼是 482913。")
+    assert refused["commit_outcomes"] == []
+    assert "敏感" in refused["reply"]
+    assert len(_store().list("alice")) == 1
+
+    recalled = _turn(agent, "t2", "你記得我要參加什麼考試嗎？")
+    assert _tool_names(recalled) == ["search_memory"]
+    assert "IELTS" in recalled["reply"]
+    assert recalled["used_memory_ids"] == [stored[0].id]
+    touched = _store().get("alice", stored[0].id)
+    assert touched is not None and touched.access_count == 1
+
+    paused = _turn(agent, "t3", "不要再記得我以前想準備 IELTS。")
+    assert _tool_names(paused) == ["search_memory", "request_forget_memory"]
+    interrupts = paused["__interrupt__"]
+    assert len(interrupts) == 1
+    request = interrupts[0].value
+    assert request["memory_id"] == stored[0].id and "IELTS" in request["preview"]
+    assert "確認" in paused["reply"] or "confirm" in paused["reply"]
+    assert _store().get("alice", stored[0].id) is not None  # nothing deleted before approval
+
+    kept = _resume(agent, "t3", "n")
+    assert kept["deleted_memory_ids"] == [] and _store().get("alice", stored[0].id) is not None
+
+    _turn(agent, "t4", "不要再記得我以前想準備 IELTS。")
+    approved = _resume(agent, "t4", {"approve": "yes"})
+    assert approved["deleted_memory_ids"] == [stored[0].id]
+    assert _store().get("alice", stored[0].id) is None
+    assert _store().store.is_tombstoned("alice", stored[0].id)
+
+
+@pytest.mark.parametrize(
+    ("answer", "approved"),
+    [(True, True), ("y", True), (" YES ", True), ("approve", True), ("true", True),
+     ({"approve": True}, True), ({"approve": "y"}, True), ("n", False), ("", False),
+     (None, False), (False, False), ({"approve": False}, False), ("maybe", False), (1, False)],
+)
+def test_approval_values(answer: Any, approved: bool) -> None:
+    assert is_approval(answer) is approved
+
+
+def test_new_message_to_a_paused_thread_keeps_the_memory(agent: Any) -> None:
+    _turn(agent, "t1", "Please remember that I live in Kaohsiung.")
+    memory_id = _store().list("alice")[0].id
+    paused = _turn(agent, "t2", "Please forget that I live in Kaohsiung.")
+    assert paused["__interrupt__"]
+    after = _turn(agent, "t2", "請解釋 present perfect。")
+    assert after["stop_reason"] == "final_answer"
+    assert "__interrupt__" not in after
+    assert _store().get("alice", memory_id) is not None
+
+
+def test_cross_session_recall_and_user_isolation(agent: Any) -> None:
+    _turn(agent, "s1", "I prefer concise answers with code examples.")
+    _turn(agent, "s1", "I'm working on a project called Atlas, a LangGraph agent.")
+    recall = _turn(agent, "s2", "What do you know about my project and my preferred style?")
+    assert "Atlas" in recall["reply"] and "concise" in recall["reply"]
+    other = _turn(agent, "s3", "What do you know about my project and my preferred style?",
+                  user="bob")
+    assert "Atlas" not in other["reply"]
+
+
+def test_thread_belongs_to_its_first_user(agent: Any) -> None:
+    _turn(agent, "t1", "I prefer green tea.")
+    with pytest.raises(ThreadOwnershipError):
+        _turn(agent, "t1", "What do you know about my drinks?", user="mallory")
+    assert [m.content for m in _store().list("mallory")] == []
+
+
+def test_context_assembly_drops_old_tool_traffic_and_trims(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMORA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("MEMORA_CONTEXT_TOKEN_BUDGET", "7000")  # 6400 reserved for 4 steps
+    get_settings.cache_clear()
+    messages: list[Any] = []
+    for turn in range(30):
+        human = HumanMessage(f"turn {turn}: " + "word " * 40, id=f"h{turn}")
+        call = AIMessage("", id=f"c{turn}", tool_calls=[
+            {"name": "search_memory", "args": {"query": "x"}, "id": f"call{turn}"}])
+        tool = ToolMessage(json.dumps({"ok": True, "result": {}}), tool_call_id=f"call{turn}",
+                           id=f"o{turn}")
+        reply = AIMessage(f"reply {turn}", id=f"r{turn}")
+        messages += [human, call, tool, reply]
+    messages.append(HumanMessage("the current question", id="now"))
+    state = State(messages=messages)
+
+    class _Runtime:
+        context = Context(user_id="alice")
+
+    from langgraph.config import RunnableConfig
+
+    def fake_config() -> RunnableConfig:
+        return {"configurable": {"thread_id": "t", "user_id": "alice"}}
+
+    monkeypatch.setattr("nodes.common.get_config", fake_config)
+    update = assemble_context(state, _Runtime())  # type: ignore[arg-type]
+    kept = update["context_message_ids"]
+    assert kept, "some recent turns fit"
+    assert all(k.startswith(("h", "r")) for k in kept), "no earlier tool traffic is replayed"
+    assert "h29" in kept and "r29" in kept and "h0" not in kept
+    dropped = 30 - len(kept) // 2
+    assert update["summarised_turns"] == dropped
+    assert f"turn {dropped - 1}:" in update["summary"]  # the newest folded turn
+    assert len(update["summary"]) <= 1200
+    memora.api.close_shared()
+    get_settings.cache_clear()
+
+
+def test_graph_imports_without_a_key_and_readme_shows_the_current_graph() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
+    code = "from graph.app import graph; print(graph.get_graph().draw_mermaid())"
+    mermaid = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+        cwd=REPO,
+    ).stdout.strip()
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert mermaid in readme, "regenerate the README's Mermaid block from draw_mermaid()"
