@@ -128,3 +128,31 @@ def eval_perf(
         f"{result['write_ms']['p50']:.1f} / {result['write_ms']['p95']:.1f} ms",
     )
     console.print(table)
+
+
+@eval_app.command("overhead")
+def eval_overhead(
+    as_json: JsonOption = False,
+    turns: Annotated[int, typer.Option(help="Chat turns to time.")] = 100,
+    store_size: Annotated[int, typer.Option(help="Memories of the user.")] = 10_000,
+) -> None:
+    """The graph's own time per turn (offline model, SQLite checkpoints), model time excluded."""
+    from evals.overhead import run_overhead
+
+    with _progress("turns", as_json) as progress:
+        result = run_overhead(turns, store_size, progress)
+    if as_json:
+        _print_json({"memora": result})
+        return
+    table = Table(
+        "figure", "p50 ms", "p95 ms", title=f"Per turn, {turns} turns, {store_size:,} memories"
+    )
+    table.add_row(
+        "whole turn", f"{result['turn_ms']['p50']:.1f}", f"{result['turn_ms']['p95']:.1f}"
+    )
+    table.add_row(
+        "graph only (model time excluded)",
+        f"{result['graph_ms']['p50']:.1f}",
+        f"{result['graph_ms']['p95']:.1f}",
+    )
+    console.print(table)

@@ -210,7 +210,7 @@ class FakeOpenAI:
             choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
             return {**base, "choices": [choice]}
 
-        yield chunk({"role": "assistant", "content": "" if calls or content else content})
+        yield chunk({"role": "assistant", "content": "", "refusal": None})
         for piece in _pieces(content or ""):
             yield chunk({"content": piece})
         for index, call in enumerate(calls):

@@ -1,0 +1,96 @@
+"""The graph's own cost per turn, with the offline model, on a store of many memories."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import HumanMessage
+
+from evals.common import percentile_ms
+from evals.perf import build_users
+
+TURNS = [
+    "What do you know about my sister?",
+    "I prefer short answers with one example.",
+    "請解釋 present perfect。",
+    "Do you remember what I said about dinner?",
+    "My favourite city is Porto.",
+]
+
+
+class _ModelTimer(BaseCallbackHandler):
+    """Adds up the time spent inside chat model calls."""
+
+    def __init__(self) -> None:
+        self.started: dict[Any, float] = {}
+        self.total = 0.0
+
+    def on_chat_model_start(
+        self, serialized: Any, messages: Any, *, run_id: Any, **kwargs: Any
+    ) -> None:
+        self.started[run_id] = time.perf_counter()
+
+    def on_llm_end(self, response: Any, *, run_id: Any, **kwargs: Any) -> None:
+        self.total += time.perf_counter() - self.started.pop(run_id, time.perf_counter())
+
+
+def run_overhead(
+    turns: int = 100,
+    store_size: int = 10_000,
+    progress: Callable[[int, int], None] | None = None,
+    data_dir: Path | None = None,
+) -> dict[str, Any]:
+    """Time ``turns`` chat turns through the compiled graph with a SQLite checkpointer."""
+    from memora import api, chat_models, config
+    from memora.cli_agent import open_agent
+    from nodes.state import Context
+
+    with tempfile.TemporaryDirectory(prefix="memora-overhead-") as tmp:
+        root = data_dir or Path(tmp)
+        saved = {key: os.environ.pop(key, None) for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+        os.environ["MEMORA_DATA_DIR"] = str(root)
+        config.get_settings.cache_clear()
+        chat_models._models.clear()
+        try:
+            memora = api.shared_memora(config.get_settings())
+            build_users(memora, 1, store_size, None)
+            memora.search("user-0", "warm up")
+            totals, graph_only = [], []
+            with open_agent(root) as agent:
+                thread = uuid.uuid4().hex
+                for number in range(turns):
+                    timer = _ModelTimer()
+                    run_config = {
+                        "configurable": {"thread_id": thread, "user_id": "user-0"},
+                        "callbacks": [timer],
+                    }
+                    started = time.perf_counter()
+                    agent.invoke(
+                        {"messages": [HumanMessage(TURNS[number % len(TURNS)])]},
+                        run_config,
+                        context=Context(user_id="user-0"),
+                    )
+                    elapsed = time.perf_counter() - started
+                    totals.append(elapsed)
+                    graph_only.append(elapsed - timer.total)
+                    if progress:
+                        progress(number + 1, turns)
+            api.close_shared()
+        finally:
+            for key, value in saved.items():
+                if value is not None:
+                    os.environ[key] = value
+            config.get_settings.cache_clear()
+    return {
+        "turns": turns,
+        "store_size": store_size,
+        "turn_ms": {"p50": percentile_ms(totals, 50), "p95": percentile_ms(totals, 95)},
+        "graph_ms": {"p50": percentile_ms(graph_only, 50), "p95": percentile_ms(graph_only, 95)},
+    }
