@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -252,6 +253,9 @@ def memories_consolidate(user: UserOption = "default") -> None:
 def main() -> None:
     """Console entry point: known failures print one line and exit non-zero."""
     try:
+        logging.basicConfig(
+            level=get_settings().log_level, format="%(levelname)s %(name)s: %(message)s"
+        )
         from evals import cli as _eval_commands  # noqa: F401  (registers `memora eval`)
         from memora import cli_agent as _agent_commands  # noqa: F401  (chat, demo, …)
 

@@ -21,6 +21,7 @@ from rich.table import Table
 
 from memora.cli import UserOption, _ask, _id_table, _status_style, app, console, errors
 from memora.config import get_settings
+from memora.db import StoreError, describe_sqlite_error
 
 profile_app = typer.Typer(help="Show or change the user profile.", no_args_is_help=True)
 threads_app = typer.Typer(help="List or delete conversation threads.", no_args_is_help=True)
@@ -37,10 +38,17 @@ def open_agent(data_dir: Path) -> Iterator[Any]:
 
     from graph.builder import builder, recursion_limit
 
-    data_dir.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(data_dir / "checkpoints.sqlite", check_same_thread=False)
-    conn.execute("PRAGMA secure_delete=ON")
-    saver = SqliteSaver(conn)
+    path = data_dir / "checkpoints.sqlite"
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, check_same_thread=False, timeout=5)
+        conn.execute("PRAGMA secure_delete=ON")
+        saver = SqliteSaver(conn)
+        saver.setup()
+    except OSError as error:
+        raise StoreError(f"cannot use data dir {data_dir}: {error}") from None
+    except sqlite3.Error as error:
+        raise StoreError(describe_sqlite_error(path, error)) from None
     try:
         agent = builder.compile(checkpointer=saver, name="memora")
         yield agent.with_config({"recursion_limit": recursion_limit()})

@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     decay_after_days: float = Field(default=180.0, gt=0)
     """Consolidation lowers importance of memories unused for this long."""
 
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
+    """Level of Memora's log messages (standard logging, to stderr)."""
+
     @field_validator("data_dir")
     @classmethod
     def _expand(cls, value: Path) -> Path:

@@ -13,7 +13,8 @@ class StoreError(RuntimeError):
     """The memory store cannot be used (locked, corrupt, unwritable, mismatched)."""
 
 
-def _describe(path: Path, error: sqlite3.Error) -> str:
+def describe_sqlite_error(path: Path, error: sqlite3.Error) -> str:
+    """One line a person can act on, for a SQLite failure on ``path``."""
     text = str(error)
     if "locked" in text or "busy" in text:
         return f"database {path} is locked by another process; try again shortly"
@@ -54,7 +55,7 @@ class Database:
         except OSError as error:
             raise StoreError(f"cannot use data dir {path.parent}: {error}") from None
         except sqlite3.Error as error:
-            raise StoreError(_describe(path, error)) from None
+            raise StoreError(describe_sqlite_error(path, error)) from None
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -69,7 +70,7 @@ class Database:
                     raise
                 self._conn.execute("COMMIT")
             except sqlite3.Error as error:
-                raise StoreError(_describe(self.path, error)) from None
+                raise StoreError(describe_sqlite_error(self.path, error)) from None
 
     def query(self, sql: str, params: tuple | list = ()) -> list[sqlite3.Row]:
         """Run a read-only statement and return all rows."""
@@ -77,7 +78,7 @@ class Database:
             try:
                 return self._conn.execute(sql, params).fetchall()
             except sqlite3.Error as error:
-                raise StoreError(_describe(self.path, error)) from None
+                raise StoreError(describe_sqlite_error(self.path, error)) from None
 
     def scrub(self, attempts: int = 5) -> bool:
         """Move the WAL into the database and truncate it, so deleted text leaves no copy.
@@ -91,7 +92,7 @@ class Database:
                 try:
                     busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
                 except sqlite3.Error as error:
-                    raise StoreError(_describe(self.path, error)) from None
+                    raise StoreError(describe_sqlite_error(self.path, error)) from None
                 if not busy:
                     return True
             return False

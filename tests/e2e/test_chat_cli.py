@@ -1,0 +1,122 @@
+"""`memora chat`, `memora demo`, `memora profile` and `memora threads` in a real terminal (pty)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+MEMORA = str(Path(sys.executable).with_name("memora"))
+
+
+def _env(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MEMORA_"))}
+    env.update(MEMORA_DATA_DIR=str(data_dir), COLUMNS="200", TERM="dumb", NO_COLOR="1")
+    return env
+
+
+def _spawn(data_dir: Path, *args: str) -> pexpect.spawn:
+    child = pexpect.spawn(
+        MEMORA, list(args), env=_env(data_dir), encoding="utf-8", timeout=60, dimensions=(50, 200)
+    )
+    return child
+
+
+def _run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [MEMORA, *args],
+        env=_env(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_chat_remember_forget_with_prompt_and_resume_after_restart(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    chat = _spawn(data, "chat", "--user", "alice")
+    chat.expect(r"offline rules-based model")
+    chat.expect(r"Thread: ([0-9a-f]{32})")
+    thread_id = chat.match.group(1)
+    chat.expect("You: ")
+    chat.sendline("Please remember that I live in Kaohsiung.")
+    chat.expect(r"\[offline model\].*remember")
+    chat.expect("You: ")
+    chat.sendline("/memories")
+    chat.expect("Kaohsiung")
+    chat.expect("You: ")
+    chat.sendline("/profile set language English")
+    chat.expect("profile language set")
+    chat.expect("You: ")
+    chat.sendline("/profile")
+    chat.expect('"language": "English"')
+    chat.expect("You: ")
+    chat.sendline("Please forget that I live in Kaohsiung.")
+    chat.expect("confirmation is still required")
+    chat.expect(r"Delete this memory\? \[y/N\]: ")
+    # Close the terminal at the prompt: nothing is deleted, the thread stays paused.
+    chat.close(force=True)
+    assert "Kaohsiung" in _run(data, "memories", "list", "--json", "--user", "alice").stdout
+
+    reopened = _spawn(data, "chat", "--user", "alice", "--thread", thread_id)
+    reopened.expect(f"Thread: {thread_id}")
+    reopened.expect("Memory: .*Kaohsiung")
+    reopened.expect(r"Delete this memory\? \[y/N\]: ")
+    reopened.sendline("y")
+    reopened.expect("Memory deleted.")
+    reopened.expect("You: ")
+    reopened.sendline("/exit")
+    reopened.expect(pexpect.EOF)
+    listed = _run(data, "memories", "list", "--json", "--user", "alice")
+    assert "Kaohsiung" not in listed.stdout
+
+    profile = _run(data, "profile", "show", "--user", "alice")
+    assert "English" in profile.stdout
+    threads = _run(data, "threads", "list")
+    assert thread_id in threads.stdout and "alice" in threads.stdout
+    deleted = _run(data, "threads", "delete", thread_id, "--yes")
+    assert deleted.returncode == 0, deleted.stderr
+    assert thread_id not in _run(data, "threads", "list").stdout
+    checkpoints = (data / "checkpoints.sqlite").read_bytes()
+    assert b"Kaohsiung" not in checkpoints
+
+
+def test_chat_no_answer_keeps_the_memory_and_verbose_shows_steps(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    chat = _spawn(data, "chat", "--user", "bob", "--verbose")
+    chat.expect("You: ")
+    chat.sendline("Please remember that my favourite colour is teal.")
+    chat.expect("Action: remember_memory")
+    chat.expect("Observation: .*accepted_for_commit")
+    chat.expect("You: ")
+    chat.sendline("Please forget that my favourite colour is teal.")
+    chat.expect("Action: search_memory")
+    chat.expect("Action: request_forget_memory")
+    chat.expect(r"Delete this memory\? \[y/N\]: ")
+    chat.sendline("")
+    chat.expect("kept")
+    chat.expect("You: ")
+    chat.sendline("/exit")
+    chat.expect(pexpect.EOF)
+    assert "teal" in _run(data, "memories", "list", "--json", "--user", "bob").stdout
+
+
+@pytest.mark.parametrize(("flag", "kept"), [("--yes", False), ("--no", True)])
+def test_demo_runs_the_seed_scenarios_offline(tmp_path: Path, flag: str, kept: bool) -> None:
+    result = _run(tmp_path, "demo", flag, "--data-dir", str(tmp_path / "demo"))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "offline rules-based model" in out
+    assert out.count("seed 000") == 5 and "seed 003" in out
+    assert "sensitive" in out or "敏感" in out
+    assert re.search(r"Delete this memory\? \[y/N\]: [yn]", out)
+    assert "Atlas" in out.split("session 2")[-1]  # recalled across sessions
+    table = out.split("memories of demo")[-1]
+    assert ("IELTS" in table) is kept
+    assert "123456" not in table
