@@ -11,7 +11,7 @@ from nodes.approve_forget import approve_forget
 from nodes.assemble_context import assemble_context
 from nodes.call_model import call_model
 from nodes.commit_memory import commit_memory
-from nodes.common import last_ai_message
+from nodes.common import last_ai_message, requested_calls
 from nodes.delete_memory import delete_memory
 from nodes.execute_tool import execute_tool
 from nodes.finish import finish
@@ -26,8 +26,7 @@ def route_after_model(state: State) -> Literal["execute_tool", "commit_memory", 
     """
     if state.stop_reason:
         return "finish"
-    last = last_ai_message(state.messages)
-    if last is not None and last.tool_calls:
+    if requested_calls(last_ai_message(state.messages)):
         return "execute_tool" if state.tool_steps < get_settings().max_agent_steps else "finish"
     return "commit_memory"
 

@@ -9,7 +9,14 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.runtime import Runtime
 
 from memora.prompts import SYSTEM_PROMPT
-from nodes.common import current_turn_start, library, owned_user_id, settings, text_of
+from nodes.common import (
+    current_turn_start,
+    library,
+    owned_user_id,
+    requested_calls,
+    settings,
+    text_of,
+)
 from nodes.state import Context, State
 
 SUMMARY_MAX_CHARS = 1200
@@ -22,7 +29,10 @@ def _earlier_turns(messages: list[AnyMessage]) -> list[list[AnyMessage]]:
         if isinstance(message, HumanMessage):
             turns.append([message])
         elif (
-            isinstance(message, AIMessage) and not message.tool_calls and turns and text_of(message)
+            isinstance(message, AIMessage)
+            and not requested_calls(message)
+            and turns
+            and text_of(message)
         ):
             turns[-1] = [turns[-1][0], message]
     return turns

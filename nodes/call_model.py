@@ -12,7 +12,14 @@ from langgraph.runtime import Runtime
 from memora.chat_models import get_chat_model
 from memora.prompts import PROFILE_HEADER, SUMMARY_HEADER, SYSTEM_PROMPT
 from memora.tools import tool_schemas
-from nodes.common import current_turn_start, library, owned_user_id, settings, text_of
+from nodes.common import (
+    current_turn_start,
+    library,
+    owned_user_id,
+    requested_calls,
+    settings,
+    text_of,
+)
 from nodes.state import Context, State
 
 logger = logging.getLogger(__name__)
@@ -48,7 +55,7 @@ def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         logger.warning("chat model call failed: %s", error)
         return {"stop_reason": "api_error", "error": f"{type(error).__name__}: {error}"[:300]}
     if not isinstance(response, AIMessage) or not (
-        response.tool_calls or text_of(response).strip()
+        requested_calls(response) or text_of(response).strip()
     ):
         return {"stop_reason": "empty_response"}
     usage: dict[str, Any] = dict(response.usage_metadata or {})

@@ -70,6 +70,23 @@ def last_ai_message(messages: list[AnyMessage]) -> AIMessage | None:
     return messages[-1] if messages and isinstance(messages[-1], AIMessage) else None
 
 
+def requested_calls(message: AIMessage | None) -> list[dict[str, Any]]:
+    """Every tool call the model asked for, including ones whose arguments did not parse.
+
+    A call with malformed JSON lands in ``invalid_tool_calls``; it still needs
+    an ``ok: false`` observation the model can correct, so it counts as a call
+    with its raw argument string.
+    """
+    if message is None:
+        return []
+    calls: list[dict[str, Any]] = [dict(call) for call in message.tool_calls]
+    calls += [
+        {"name": bad.get("name") or "", "args": bad.get("args") or "", "id": bad.get("id") or ""}
+        for bad in message.invalid_tool_calls
+    ]
+    return calls
+
+
 def text_of(message: AnyMessage) -> str:
     """A message's text content, whatever its content shape."""
     content: Any = message.content

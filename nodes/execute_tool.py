@@ -18,6 +18,7 @@ from nodes.common import (
     last_ai_message,
     library,
     owned_user_id,
+    requested_calls,
     text_of,
 )
 from nodes.state import Context, State
@@ -33,8 +34,9 @@ def execute_tool(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Execute the first tool call (one per step); answer any others with ok:false."""
     user_id = owned_user_id(state, runtime)
     request = last_ai_message(state.messages)
-    assert request is not None and request.tool_calls, "routed here without a tool call"
-    call, *extra = request.tool_calls
+    calls = requested_calls(request)
+    assert calls, "routed here without a tool call"
+    call, *extra = calls
     start = current_turn_start(state.messages)
     context = ToolContext(
         memora=library(),

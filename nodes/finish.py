@@ -15,7 +15,7 @@ from memora.prompts import (
     STEP_LIMIT_OBSERVATION,
     TOOL_ERROR_REPLY,
 )
-from nodes.common import last_ai_message, settings, text_of
+from nodes.common import last_ai_message, requested_calls, settings, text_of
 from nodes.state import Context, State
 
 
@@ -24,10 +24,10 @@ def finish(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     last = last_ai_message(state.messages)
     if state.stop_reason == "final_answer" and last is not None:
         return {"reply": text_of(last)}
-    if not state.stop_reason and last is not None and last.tool_calls:
+    if not state.stop_reason and requested_calls(last):
         steps = settings().max_agent_steps
         note = json.dumps({"ok": False, "error": STEP_LIMIT_OBSERVATION.format(steps=steps)})
-        unrun = [ToolMessage(note, tool_call_id=call["id"] or "") for call in last.tool_calls]
+        unrun = [ToolMessage(note, tool_call_id=call["id"]) for call in requested_calls(last)]
         reply = MAX_STEPS_REPLY.format(steps=steps)
         return {"stop_reason": "max_steps", "reply": reply, "messages": [*unrun, AIMessage(reply)]}
     replies = {

@@ -239,9 +239,7 @@ def _assert_final(values: dict[str, Any]) -> str:
     return reply
 
 
-def _forget_until_paused(
-    client: SyncLangGraphClient, memory_id: str
-) -> tuple[str, dict[str, Any]]:
+def _forget_until_paused(client: SyncLangGraphClient, memory_id: str) -> tuple[str, dict[str, Any]]:
     """A forget turn as alice; asserts it paused on one interrupt for ``memory_id``."""
     thread_id, values = _turn(client, FORGET, "alice")
     interrupts = _pending_interrupts(client, thread_id)
@@ -299,7 +297,9 @@ def test_recall_in_a_new_thread(client: SyncLangGraphClient, remembered: Remembe
     thread_id, values = _turn(client, RECALL, "alice")
     assert thread_id != remembered.thread_id
     reply = _assert_final(values)
-    assert "concise answers" in reply, f"recall should quote the memory; run values:\n{_show(values)}"
+    assert "concise answers" in reply, (
+        f"recall should quote the memory; run values:\n{_show(values)}"
+    )
     assert remembered.memory_id in (values.get("used_memory_ids") or []), _show(values)
 
 

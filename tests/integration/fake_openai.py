@@ -156,7 +156,7 @@ class FakeOpenAI:
     # wire format ----------------------------------------------------------------------
 
     def _tool_calls(self, entry: Response) -> list[dict[str, Any]]:
-        calls = entry["tools"] if "tools" in entry else [entry]
+        calls = entry.get("tools", [entry])
         wire = []
         for call in calls:
             arguments = call.get("arguments", {})
@@ -254,7 +254,7 @@ class _Handler(BaseHTTPRequestHandler):
     timeout = SOCKET_TIMEOUT_S
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+    def log_message(self, format: str, *args: Any) -> None:
         return
 
     def _send_json(self, status: int, payload: dict[str, Any]) -> None:
