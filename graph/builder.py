@@ -31,6 +31,11 @@ def route_after_model(state: State) -> Literal["execute_tool", "commit_memory", 
     return "commit_memory"
 
 
+def route_after_context(state: State) -> Literal["call_model", "finish"]:
+    """A run by someone other than the thread's owner goes straight to finish, which refuses it."""
+    return "finish" if state.refused_user_id else "call_model"
+
+
 def route_after_tool(state: State) -> Literal["call_model", "finish"]:
     """A crashed handler ends the turn with tool_error; otherwise back to the model."""
     return "finish" if state.stop_reason == "tool_error" else "call_model"
@@ -50,7 +55,7 @@ builder.add_node(approve_forget)
 builder.add_node(delete_memory)
 builder.add_node(finish)
 builder.add_edge(START, "assemble_context")
-builder.add_edge("assemble_context", "call_model")
+builder.add_conditional_edges("assemble_context", route_after_context)
 builder.add_conditional_edges("call_model", route_after_model)
 builder.add_conditional_edges("execute_tool", route_after_tool)
 builder.add_edge("commit_memory", "approve_forget")

@@ -18,6 +18,16 @@ threshold uses an absolute score instead:
 i.e. cosine averaged with the share of a perfect lexical match, both 0..1;
 ``retrieval_min_score`` compares against it and means the same in every
 search. The caller can tighten limit and threshold but never loosen them.
+
+Conflicts go to the more recent memory: among the best ``max(limit, 20)``
+results above the threshold, a memory with an OLDER restatement ranked above
+it (stored-vector cosine >= 0.6 AND Jaccard overlap of index terms >= 0.3,
+older = earlier ``created_at``) is moved directly above the best-ranked such
+one; all else keeps its order and nothing is dropped. This catches updates
+the write path did not supersede (Letta update dev: update_win 0.858 -> 0.909,
+LoCoMo dev R@10 0.662 -> 0.656). Both gates are needed: cosine alone promotes
+merely topical LoCoMo turns, overlap alone too. Each result keeps its own
+``score``, so after a promotion scores are not monotone down the list.
 """
 
 from __future__ import annotations
@@ -36,9 +46,9 @@ IMPORTANCE_WEIGHT = 0.1
 RECENCY_WEIGHT = 0.1
 CONFLICT_WINDOW = 20
 """Candidates (at least ``limit``) among which a newer restatement is moved up."""
-CONFLICT_MIN_COSINE = 0.8
+CONFLICT_MIN_COSINE = 0.6
 """Stored-vector cosine at which two memories count as restatements of one fact."""
-CONFLICT_MIN_OVERLAP = 0.0
+CONFLICT_MIN_OVERLAP = 0.3
 """And the Jaccard overlap of their index terms (``lexical.tokenize``) they must reach."""
 
 
@@ -61,14 +71,12 @@ def _minmax(values: np.ndarray) -> np.ndarray:
     return (values - values.min()) / spread
 
 
-def _newer_restatements_first(
-    index: UserIndex, rows: np.ndarray, order: np.ndarray
-) -> np.ndarray:
+def _newer_restatements_first(index: UserIndex, rows: np.ndarray, order: np.ndarray) -> np.ndarray:
     """Move each memory directly above the best-ranked older restatement of it.
 
     ``order`` indexes ``rows``, best first. One pass, best first: a memory that
-    has an older near-duplicate (stored-vector cosine >= ``CONFLICT_MIN_COSINE``)
-    ranked above it is moved to just above the highest such one; everything
+    has an older restatement (stored-vector cosine >= ``CONFLICT_MIN_COSINE`` and
+    index-term Jaccard >= ``CONFLICT_MIN_OVERLAP``) ranked above it is moved to just above the highest such one; everything
     else keeps its relative order. Nothing is added or dropped.
     """
     if order.size < 2:
@@ -83,9 +91,7 @@ def _newer_restatements_first(
             union = len(terms[a] | terms[b])
             if union == 0 or shared / union < CONFLICT_MIN_OVERLAP:
                 similar[a, b] = similar[b, a] = False
-    created = np.array(
-        [index.units[index.ids[row]].created_at.timestamp() for row in picked]
-    )
+    created = np.array([index.units[index.ids[row]].created_at.timestamp() for row in picked])
     current = list(range(order.size))
     for item in range(order.size):
         position = current.index(item)

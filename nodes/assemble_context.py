@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage
 from langchain_core.messages.utils import count_tokens_approximately
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from memora.prompts import SYSTEM_PROMPT
 from nodes.common import (
     current_turn_start,
     library,
-    owned_user_id,
     requested_calls,
+    resolve_user_id,
     settings,
     text_of,
 )
@@ -55,10 +56,17 @@ def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     fit are folded into the summary. Earlier tool traffic is never replayed,
     so no tool call can be separated from its result.
     """
-    user_id = owned_user_id(state, runtime)
-    config_settings = settings()
     start = current_turn_start(state.messages)
     current = state.messages[start:]
+    user_id = resolve_user_id(runtime, get_config())
+    if state.owner_user_id and state.owner_user_id != user_id:
+        # The server saved this run's input before any node ran: take it back out of
+        # the owner's transcript, then let finish fail the run.
+        return {
+            "messages": [RemoveMessage(id=m.id) for m in current if m.id],
+            "refused_user_id": user_id,
+        }
+    config_settings = settings()
     profile = library().get_profile(user_id)
     background = SYSTEM_PROMPT + "\n".join(f"{k}: {v}" for k, v in profile.items())
     budget = (
@@ -93,4 +101,5 @@ def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "stop_reason": "",
         "reply": "",
         "error": "",
+        "refused_user_id": "",
     }

@@ -51,5 +51,7 @@ class State:
     """final_answer, max_steps, api_error, empty_response or tool_error."""
     reply: str = ""
     """The text shown to the user for this turn."""
+    refused_user_id: str = ""
+    """A user who tried to run this thread without owning it; the run fails in finish."""
     error: str = ""
     """Detail of an api_error or tool_error, for logs and --verbose."""

@@ -334,14 +334,6 @@ def test_thread_refuses_another_user(
     assert state.get("owner_user_id") == "alice", _show(state)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a refused run still checkpoints its input: the server writes the other user's "
-        "message into the thread before assemble_context raises ThreadOwnershipError, so it "
-        "stays in the owner's transcript and is replayed as history on the owner's next turn"
-    ),
-)
 def test_refused_run_leaves_the_owners_transcript_unchanged(
     client: SyncLangGraphClient,
 ) -> None:

@@ -390,7 +390,9 @@ def _forget_with_restart(
         assert agent.get_state(config).next == ()
     assert len(server.requests) == requests_before  # resuming does not call the model again
     assert resumed["stop_reason"] == "final_answer"
-    assert resumed["reply"] == "Please confirm the deletion."
+    assert resumed["reply"].startswith("Please confirm the deletion.")
+    outcome = "Memory deleted: " if answer == "yes" else "Memory kept (deletion not approved): "
+    assert resumed["reply"].endswith(outcome + "I am preparing for the IELTS exam")
     return resumed
 
 
