@@ -75,9 +75,10 @@ def _newer_restatements_first(index: UserIndex, rows: np.ndarray, order: np.ndar
     """Move each memory directly above the best-ranked older restatement of it.
 
     ``order`` indexes ``rows``, best first. One pass, best first: a memory that
-    has an older restatement (stored-vector cosine >= ``CONFLICT_MIN_COSINE`` and
-    index-term Jaccard >= ``CONFLICT_MIN_OVERLAP``) ranked above it is moved to just above the highest such one; everything
-    else keeps its relative order. Nothing is added or dropped.
+    has an older restatement (stored-vector cosine >= ``CONFLICT_MIN_COSINE``
+    and index-term Jaccard >= ``CONFLICT_MIN_OVERLAP``) ranked above it is
+    moved to just above the highest such one; everything else keeps its
+    relative order. Nothing is added or dropped.
     """
     if order.size < 2:
         return order
