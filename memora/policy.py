@@ -244,34 +244,62 @@ def _ascii_words(*words: str) -> str:
 # are secrets in themselves: "my password is X" or "remember my PIN" is enough to reject.
 _SECRET_KEYWORDS: dict[str, str] = {
     "verification-code": _ascii_words(
-        r"verification[\s_-]?code", r"otp", r"one[\s-]?time[\s-]?(?:pass)?(?:word|code)",
-        r"2fa(?:[\s_-]?code)?", r"mfa(?:[\s_-]?code)?", r"auth(?:entication)?[\s_-]?code",
-        r"security[\s_-]?code", r"sms[\s_-]?code", r"confirmation[\s_-]?code",
-    ) + r"|验证码|校验码|认证码|动态码|动态密码|确认码|安全码",
+        r"verification[\s_-]?code",
+        r"otp",
+        r"one[\s-]?time[\s-]?(?:pass)?(?:word|code)",
+        r"2fa(?:[\s_-]?code)?",
+        r"mfa(?:[\s_-]?code)?",
+        r"auth(?:entication)?[\s_-]?code",
+        r"security[\s_-]?code",
+        r"sms[\s_-]?code",
+        r"confirmation[\s_-]?code",
+    )
+    + r"|验证码|校验码|认证码|动态码|动态密码|确认码|安全码",
     "password": _ascii_words(r"password", r"passwd", r"pwd", r"passcode", r"passphrase")
     + r"|密码|口令|通行码",
     "pin": _ascii_words(r"pin(?:[\s_-]?(?:code|number))?") + r"|pin码",
     "api-key": _ascii_words(
-        r"api[\s_-]?key", r"access[\s_-]?key", r"secret[\s_-]?key", r"private[\s_-]?key",
+        r"api[\s_-]?key",
+        r"access[\s_-]?key",
+        r"secret[\s_-]?key",
+        r"private[\s_-]?key",
         r"client[\s_-]?secret",
-    ) + r"|金钥|密钥|私钥",
+    )
+    + r"|金钥|密钥|私钥",
     "token": _ascii_words(r"(?:access[\s_-]?|auth[\s_-]?|bearer[\s_-]?)?token") + r"|令牌|权杖",
     "recovery-code": _ascii_words(
-        r"recovery[\s_-]?codes?", r"backup[\s_-]?codes?", r"seed[\s_-]?phrase", r"mnemonic",
-    ) + r"|助记词|恢复码|备用码",
+        r"recovery[\s_-]?codes?",
+        r"backup[\s_-]?codes?",
+        r"seed[\s_-]?phrase",
+        r"mnemonic",
+    )
+    + r"|助记词|恢复码|备用码",
 }
 _ID_KEYWORDS: dict[str, str] = {
     "secret": _ascii_words(r"secret"),
     "card-number": _ascii_words(
-        r"credit[\s_-]?card", r"debit[\s_-]?card", r"card[\s_-]?(?:number|no)", r"cvv", r"cvc",
-    ) + r"|信用卡|金融卡|银行卡|卡号",
+        r"credit[\s_-]?card",
+        r"debit[\s_-]?card",
+        r"card[\s_-]?(?:number|no)",
+        r"cvv",
+        r"cvc",
+    )
+    + r"|信用卡|金融卡|银行卡|卡号",
     "national-id": _ascii_words(
-        r"ssn", r"social[\s_-]?security(?:[\s_-]?number)?", r"national[\s_-]?id",
-        r"id[\s_-]?(?:card[\s_-]?)?(?:number|no)", r"tax[\s_-]?id",
-    ) + r"|身份证|身分证|居民身份|统一编号|税号",
+        r"ssn",
+        r"social[\s_-]?security(?:[\s_-]?number)?",
+        r"national[\s_-]?id",
+        r"id[\s_-]?(?:card[\s_-]?)?(?:number|no)",
+        r"tax[\s_-]?id",
+    )
+    + r"|身份证|身分证|居民身份|统一编号|税号",
     "bank-account": _ascii_words(
-        r"bank[\s_-]?account", r"account[\s_-]?(?:number|no)", r"routing[\s_-]?number", r"iban",
-    ) + r"|银行帐号|银行账号|银行帐户|银行账户|帐户号码|账户号码",
+        r"bank[\s_-]?account",
+        r"account[\s_-]?(?:number|no)",
+        r"routing[\s_-]?number",
+        r"iban",
+    )
+    + r"|银行帐号|银行账号|银行帐户|银行账户|帐户号码|账户号码",
     "passport": _ascii_words(r"passport") + r"|护照",
 }
 
@@ -357,66 +385,102 @@ _INSTRUCTION_QUALIFIERS = (
 _ZH_INSTRUCTION_TARGETS = r"(?:指令|指示|规则|提示词?|设定|限制|规范|命令|要求|约束)"
 
 _INSTRUCTION_RULES: list[Rule] = [
-    ("injection:ignore-instructions", _compile(
-        rf"(?<![a-z])(?:ignore|disregard|forget|override|bypass)\s+(?:{_INSTRUCTION_QUALIFIERS}"
-        rf"\s+)+{_INSTRUCTION_TARGETS}"
-    )),
-    ("injection:disregard", _compile(
-        r"(?<![a-z])disregard\s+(?:everything|all|anything|the\s+above|what|that|this)"
-    )),
-    ("injection:system-prompt", _compile(
-        r"system\s+(?:prompt|message|instructions?)|developer\s+(?:message|mode)|jailbreak"
-        r"|(?<![a-z])dan\s+mode|<\|?\s*(?:system|im_start)|\[(?:system|inst)\]"
-        r"|#{2,}\s*(?:system|instruction)"
-    )),
-    ("injection:you-must", _compile(
-        r"(?<![a-z])you\s+(?:must|shall|are\s+required\s+to|are\s+obligated\s+to)(?![a-z])"
-        r"|(?<![a-z])you\s+(?:have\s+to|need\s+to|should)\s+(?:always|never)(?![a-z])"
-    )),
-    ("injection:from-now-on", _compile(
-        r"(?<![a-z])from\s+now\s+on[,\s]+(?:you|respond|answer|reply|always|never|only|ignore"
-        r"|act|behave|speak|say|call|obey|follow)(?![a-z])"
-    )),
-    ("injection:identity", _compile(
-        r"(?<![a-z])(?:you\s+are\s+(?:now|no\s+longer)|you're\s+(?:now|no\s+longer)"
-        r"|pretend\s+(?:to\s+be|you\s+are|you're)|act\s+as|roleplay\s+as"
-        r"|your\s+(?:new\s+)?(?:name|role|identity)\s+is)(?![a-z])"
-    )),
-    ("injection:permissions", _compile(
-        r"(?<![a-z])(?:(?:grant|give)\s+(?:me|the\s+user|user)\s+(?:\w+\s+)?(?:access|permissions?"
-        r"|privileges?|admin)|(?:the\s+)?user\s+is\s+(?:an?\s+)?(?:admin|administrator|root"
-        r"|superuser)|(?:admin|root|sudo|god)\s+(?:mode|access|privileges?)"
-        r"|no\s+(?:restrictions|limits|filters)|without\s+(?:any\s+)?(?:restrictions|filters"
-        r"|limits)|unrestricted)(?![a-z])"
-    )),
-    ("injection:reveal", _compile(
-        r"(?<![a-z])(?:reveal|print|show|leak|output|repeat)\s+(?:your|the)\s+(?:system\s+)?"
-        r"(?:prompt|instructions|rules|configuration)"
-    )),
-    ("injection:when-recalled", _compile(
-        r"(?<![a-z])when(?:ever)?\s+you\s+(?:see|read|recall|retrieve|load)\s+this(?![a-z])"
-    )),
-    ("injection:zh-ignore-instructions", _compile(
-        r"(?:忽略|无视|忘记|忘掉|不要理会|别理|绕过|覆盖|跳过)掉?你?"
-        r"(?:之前|以前|先前|上面|上述|前面|所有|全部|一切|原本|原来|原有|系统|既有|的)+"
-        rf"{_ZH_INSTRUCTION_TARGETS}"
-    )),
-    ("injection:zh-system-prompt", _compile(
-        r"系统(?:提示|讯息|消息|指令|设定)|开发者模式|越狱|提示词注入"
-    )),
+    (
+        "injection:ignore-instructions",
+        _compile(
+            rf"(?<![a-z])(?:ignore|disregard|forget|override|bypass)\s+(?:{_INSTRUCTION_QUALIFIERS}"
+            rf"\s+)+{_INSTRUCTION_TARGETS}"
+        ),
+    ),
+    (
+        "injection:disregard",
+        _compile(r"(?<![a-z])disregard\s+(?:everything|all|anything|the\s+above|what|that|this)"),
+    ),
+    (
+        "injection:system-prompt",
+        _compile(
+            r"system\s+(?:prompt|message|instructions?)|developer\s+(?:message|mode)|jailbreak"
+            r"|(?<![a-z])dan\s+mode|<\|?\s*(?:system|im_start)|\[(?:system|inst)\]"
+            r"|#{2,}\s*(?:system|instruction)"
+        ),
+    ),
+    (
+        "injection:you-must",
+        _compile(
+            r"(?<![a-z])you\s+(?:must|shall|are\s+required\s+to|are\s+obligated\s+to)(?![a-z])"
+            r"|(?<![a-z])you\s+(?:have\s+to|need\s+to|should)\s+(?:always|never)(?![a-z])"
+        ),
+    ),
+    (
+        "injection:from-now-on",
+        _compile(
+            r"(?<![a-z])from\s+now\s+on[,\s]+(?:you|respond|answer|reply|always|never|only|ignore"
+            r"|act|behave|speak|say|call|obey|follow)(?![a-z])"
+        ),
+    ),
+    (
+        "injection:identity",
+        _compile(
+            r"(?<![a-z])(?:you\s+are\s+(?:now|no\s+longer)|you're\s+(?:now|no\s+longer)"
+            r"|pretend\s+(?:to\s+be|you\s+are|you're)|act\s+as|roleplay\s+as"
+            r"|your\s+(?:new\s+)?(?:name|role|identity)\s+is)(?![a-z])"
+        ),
+    ),
+    (
+        "injection:permissions",
+        _compile(
+            r"(?<![a-z])(?:(?:grant|give)\s+(?:me|the\s+user|user)\s+(?:\w+\s+)?(?:access|permissions?"
+            r"|privileges?|admin)|(?:the\s+)?user\s+is\s+(?:an?\s+)?(?:admin|administrator|root"
+            r"|superuser)|(?:admin|root|sudo|god)\s+(?:mode|access|privileges?)"
+            r"|no\s+(?:restrictions|limits|filters)|without\s+(?:any\s+)?(?:restrictions|filters"
+            r"|limits)|unrestricted)(?![a-z])"
+        ),
+    ),
+    (
+        "injection:reveal",
+        _compile(
+            r"(?<![a-z])(?:reveal|print|show|leak|output|repeat)\s+(?:your|the)\s+(?:system\s+)?"
+            r"(?:prompt|instructions|rules|configuration)"
+        ),
+    ),
+    (
+        "injection:when-recalled",
+        _compile(
+            r"(?<![a-z])when(?:ever)?\s+you\s+(?:see|read|recall|retrieve|load)\s+this(?![a-z])"
+        ),
+    ),
+    (
+        "injection:zh-ignore-instructions",
+        _compile(
+            r"(?:忽略|无视|忘记|忘掉|不要理会|别理|绕过|覆盖|跳过)掉?你?"
+            r"(?:之前|以前|先前|上面|上述|前面|所有|全部|一切|原本|原来|原有|系统|既有|的)+"
+            rf"{_ZH_INSTRUCTION_TARGETS}"
+        ),
+    ),
+    (
+        "injection:zh-system-prompt",
+        _compile(r"系统(?:提示|讯息|消息|指令|设定)|开发者模式|越狱|提示词注入"),
+    ),
     ("injection:zh-you-must", _compile(r"你(?:必须|一定要|只能|不准|不许|不能拒绝)")),
-    ("injection:zh-from-now-on", _compile(
-        r"(?:你现在是|你从现在(?:开始|起)|从现在(?:开始|起)[,\s]*(?:你|都|一律|只)"
-        r"|以后(?:都|一律|一定)(?:要|必须)?(?:回答|回复|回应|说|用|输出|照|遵守))"
-    )),
+    (
+        "injection:zh-from-now-on",
+        _compile(
+            r"(?:你现在是|你从现在(?:开始|起)|从现在(?:开始|起)[,\s]*(?:你|都|一律|只)"
+            r"|以后(?:都|一律|一定)(?:要|必须)?(?:回答|回复|回应|说|用|输出|照|遵守))"
+        ),
+    ),
     ("injection:zh-identity", _compile(r"(?:你|请)(?:要|来|现在|必须|就)?扮演|假装(?:你是|成)")),
-    ("injection:zh-permissions", _compile(
-        r"(?:不受|没有|解除)(?:任何|所有)?限制|管理员(?:权限|模式)|最高权限"
-        r"|给(?:我|使用者|用户)(?:管理员|所有|完整)?权限|(?:使用者|用户)是管理员"
-    )),
-    ("injection:zh-reveal", _compile(
-        r"(?:透露|泄露|显示|输出|告诉我)你?的?(?:系统)?(?:提示词|指令|设定|规则)"
-    )),
+    (
+        "injection:zh-permissions",
+        _compile(
+            r"(?:不受|没有|解除)(?:任何|所有)?限制|管理员(?:权限|模式)|最高权限"
+            r"|给(?:我|使用者|用户)(?:管理员|所有|完整)?权限|(?:使用者|用户)是管理员"
+        ),
+    ),
+    (
+        "injection:zh-reveal",
+        _compile(r"(?:透露|泄露|显示|输出|告诉我)你?的?(?:系统)?(?:提示词|指令|设定|规则)"),
+    ),
 ]
 
 
@@ -427,57 +491,88 @@ _EN_STORE_VERBS = (
     r"in\s+(?:mind|memory)|write\s+(?:this|that|it)\s+down|note\s+(?:this|that|it)\s+down)"
 )
 _REFUSAL_RULES: list[Rule] = [
-    ("refusal:dont-remember", _compile(
-        r"(?:^|[.!?,;:\n]\s*|(?<![a-z])(?:please|pls|but|and|so|just|oh|ok|okay)\s+)"
-        rf"(?:don'?t|do\s+not|never)\s+(?:ever\s+)?{_EN_STORE_VERBS}(?![a-z])"
-    )),
-    ("refusal:no-need", _compile(
-        r"(?<![a-z])(?:no\s+need\s+to|you\s+don'?t\s+(?:need|have)\s+to|there'?s\s+no\s+need\s+to"
-        rf"|you\s+do\s+not\s+(?:need|have)\s+to)\s+{_EN_STORE_VERBS}(?![a-z])"
-    )),
-    ("refusal:dont-want-stored", _compile(
-        r"(?<![a-z])(?:don'?t|do\s+not)\s+want\s+(?:you|memora|it|this|that|the\s+assistant)\s+"
-        r"(?:to\s+)?(?:remember|save|store|record|be\s+(?:saved|stored|remembered|recorded))"
-    )),
-    ("refusal:forget-that", _compile(
-        r"(?<![a-z])forget\s+(?:(?:that|what)\s+i\s+(?:just\s+)?(?:said|told\s+you|mentioned|wrote)"
-        r"|i\s+said\s+(?:that|this|it)|about\s+(?:that|this|it)|this|that|it)(?![a-z])"
-    )),
-    ("refusal:off-the-record", _compile(
-        r"(?<![a-z])(?:off\s+the\s+record|not\s+for\s+(?:the\s+)?record"
-        r"|keep\s+(?:this|it|that)\s+between\s+us)(?![a-z])"
-    )),
-    ("refusal:not-in-memory", _compile(
-        r"(?<![a-z])(?:don'?t|do\s+not|never)\s+(?:add|put)\s+(?:this|that|it)\s+(?:to|in|into)\s+"
-        r"(?:your\s+|my\s+)?(?:memory|memories|notes|profile)"
-    )),
-    ("refusal:zh-dont-remember", _compile(
-        r"(?<!我)(?:不要|别|不用|不必|不需要|无须|毋须|请勿|勿|不准|不许)再?(?:帮我|替我|给我)?"
-        r"(?:记住|记得|记下|记录|记|存|保存|储存|写进|写入|放进|加进|加入)"
-    )),
-    ("refusal:zh-dont-want-stored", _compile(
-        r"不(?:希望|想|要|想要)(?:你|memora|助理|助手|它)再?(?:记|存|保存|记录)"
-    )),
-    ("refusal:zh-forget-that", _compile(
-        r"忘(?:掉|记)我?(?:刚才|刚刚|之前|前面)?(?:说|讲|提)(?:的|过的)|当我没说|就当没说过?"
-    )),
+    (
+        "refusal:dont-remember",
+        _compile(
+            r"(?:^|[.!?,;:\n]\s*|(?<![a-z])(?:please|pls|but|and|so|just|oh|ok|okay)\s+)"
+            rf"(?:don'?t|do\s+not|never)\s+(?:ever\s+)?{_EN_STORE_VERBS}(?![a-z])"
+        ),
+    ),
+    (
+        "refusal:no-need",
+        _compile(
+            r"(?<![a-z])(?:no\s+need\s+to|you\s+don'?t\s+(?:need|have)\s+to|there'?s\s+no\s+need\s+to"
+            rf"|you\s+do\s+not\s+(?:need|have)\s+to)\s+{_EN_STORE_VERBS}(?![a-z])"
+        ),
+    ),
+    (
+        "refusal:dont-want-stored",
+        _compile(
+            r"(?<![a-z])(?:don'?t|do\s+not)\s+want\s+(?:you|memora|it|this|that|the\s+assistant)\s+"
+            r"(?:to\s+)?(?:remember|save|store|record|be\s+(?:saved|stored|remembered|recorded))"
+        ),
+    ),
+    (
+        "refusal:forget-that",
+        _compile(
+            r"(?<![a-z])forget\s+(?:(?:that|what)\s+i\s+(?:just\s+)?(?:said|told\s+you|mentioned|wrote)"
+            r"|i\s+said\s+(?:that|this|it)|about\s+(?:that|this|it)|this|that|it)(?![a-z])"
+        ),
+    ),
+    (
+        "refusal:off-the-record",
+        _compile(
+            r"(?<![a-z])(?:off\s+the\s+record|not\s+for\s+(?:the\s+)?record"
+            r"|keep\s+(?:this|it|that)\s+between\s+us)(?![a-z])"
+        ),
+    ),
+    (
+        "refusal:not-in-memory",
+        _compile(
+            r"(?<![a-z])(?:don'?t|do\s+not|never)\s+(?:add|put)\s+(?:this|that|it)\s+(?:to|in|into)\s+"
+            r"(?:your\s+|my\s+)?(?:memory|memories|notes|profile)"
+        ),
+    ),
+    (
+        "refusal:zh-dont-remember",
+        _compile(
+            r"(?<!我)(?:不要|别|不用|不必|不需要|无须|毋须|请勿|勿|不准|不许)再?(?:帮我|替我|给我)?"
+            r"(?:记住|记得|记下|记录|记|存|保存|储存|写进|写入|放进|加进|加入)"
+        ),
+    ),
+    (
+        "refusal:zh-dont-want-stored",
+        _compile(r"不(?:希望|想|要|想要)(?:你|memora|助理|助手|它)再?(?:记|存|保存|记录)"),
+    ),
+    (
+        "refusal:zh-forget-that",
+        _compile(
+            r"忘(?:掉|记)我?(?:刚才|刚刚|之前|前面)?(?:说|讲|提)(?:的|过的)|当我没说|就当没说过?"
+        ),
+    ),
 ]
 
 
 # --------------------------------------------------------------------------- assistant_generated
 
 _ASSISTANT_RULES: list[Rule] = [
-    ("assistant:attribution", _compile(
-        r"(?<![a-z])(?:assistant|ai|bot|chatbot|model|memora|gpt|chatgpt|llm)(?:'s)?\s+"
-        r"(?:has\s+|had\s+)?(?:suggested|recommended|proposed|said|told|thinks|believes|generated"
-        r"|created|wrote|advised|explained|concluded|decided|assumed|guessed|inferred)(?![a-z])"
-        r"|(?<![a-z])(?:suggested|recommended|proposed|generated|written)\s+by\s+(?:the\s+)?"
-        r"(?:assistant|ai|bot|memora|model)(?![a-z])"
-    )),
-    ("assistant:zh-attribution", _compile(
-        r"(?:助理|助手|(?<![a-z])ai|机器人|模型|memora|chatgpt|gpt)(?:之前|刚才|已经|曾)?"
-        r"(?:建议|推荐|提议|提出|说|认为|觉得|生成|产生|写|整理|推测|猜测|判断)"
-    )),
+    (
+        "assistant:attribution",
+        _compile(
+            r"(?<![a-z])(?:assistant|ai|bot|chatbot|model|memora|gpt|chatgpt|llm)(?:'s)?\s+"
+            r"(?:has\s+|had\s+)?(?:suggested|recommended|proposed|said|told|thinks|believes|generated"
+            r"|created|wrote|advised|explained|concluded|decided|assumed|guessed|inferred)(?![a-z])"
+            r"|(?<![a-z])(?:suggested|recommended|proposed|generated|written)\s+by\s+(?:the\s+)?"
+            r"(?:assistant|ai|bot|memora|model)(?![a-z])"
+        ),
+    ),
+    (
+        "assistant:zh-attribution",
+        _compile(
+            r"(?:助理|助手|(?<![a-z])ai|机器人|模型|memora|chatgpt|gpt)(?:之前|刚才|已经|曾)?"
+            r"(?:建议|推荐|提议|提出|说|认为|觉得|生成|产生|写|整理|推测|猜测|判断)"
+        ),
+    ),
 ]
 
 _STEMMER = snowballstemmer.stemmer("english")
@@ -517,9 +612,7 @@ def _cjk_runs(text: str) -> list[str]:
 
 def _support_tokens(text: str) -> set[str]:
     """Content tokens for the overlap test: English stems and Chinese character bigrams."""
-    stems = {
-        _STEMMER.stemWord(t) for t in _english_tokens(text) if not _YEAR_RE.fullmatch(t)
-    }
+    stems = {_STEMMER.stemWord(t) for t in _english_tokens(text) if not _YEAR_RE.fullmatch(t)}
     tokens = stems - _FRAMING_VERBS
     for run in _cjk_runs(text):
         tokens.update(run[i : i + 2] for i in range(max(len(run) - 1, 1)))
@@ -577,32 +670,50 @@ _ZH_EVENT = (
 )
 
 _EPHEMERAL_RULES: list[Rule] = [
-    ("ephemeral:this-time", _compile(
-        r"(?<![a-z])(?:(?:just|only)\s+this\s+time|this\s+time\s+only|for\s+this\s+time"
-        r"|this\s+time\s*,|this\s+time\s+(?:please|just|use|answer|respond|reply|give|make"
-        r"|keep|write|explain|skip))(?![a-z])"
-        r"|(?<![a-z])(?:answer|respond|reply|explain|write|use|give|keep\s+it|make\s+it)"
-        r"(?![a-z])[^.!?\n]{0,40}(?<![a-z])this\s+time(?![a-z])"
-    )),
-    ("ephemeral:for-now", _compile(
-        r"(?<![a-z])(?:just\s+for\s+now|for\s+now|right\s+now|temporarily|for\s+the\s+moment"
-        r"|for\s+the\s+next\s+(?:few\s+)?(?:minutes?|hours?))(?![a-z])"
-    )),
-    ("ephemeral:this-answer", _compile(
-        r"(?<![a-z])(?:for|in)\s+this\s+(?:answer|question|reply|response|conversation|chat"
-        r"|exercise|task|one)(?![a-z])"
-    )),
-    ("ephemeral:today-only", _compile(
-        r"(?<![a-z])(?:today\s+only|only\s+today|just\s+today|just\s+for\s+today)(?![a-z])"
-    )),
-    ("ephemeral:same-day-event", _compile(
-        rf"(?<![a-z]){_EN_TODAY}(?![a-z])[^.!?\n]{{0,30}}(?:{_EN_CLOCK}|{_EN_EVENT})"
-        rf"|(?<![a-z])(?:{_EN_CLOCK}|{_EN_EVENT})[^.!?\n]{{0,30}}(?<![a-z]){_EN_TODAY}(?![a-z])"
-    )),
-    ("ephemeral:zh-this-time", _compile(
-        r"(?:这次|这一次|这回|本次)(?:先|就|只|请|用|帮|回答|不用|不要)|(?:只有|就|仅此)这一?次"
-        r"|这一题|这题|本题"
-    )),
+    (
+        "ephemeral:this-time",
+        _compile(
+            r"(?<![a-z])(?:(?:just|only)\s+this\s+time|this\s+time\s+only|for\s+this\s+time"
+            r"|this\s+time\s*,|this\s+time\s+(?:please|just|use|answer|respond|reply|give|make"
+            r"|keep|write|explain|skip))(?![a-z])"
+            r"|(?<![a-z])(?:answer|respond|reply|explain|write|use|give|keep\s+it|make\s+it)"
+            r"(?![a-z])[^.!?\n]{0,40}(?<![a-z])this\s+time(?![a-z])"
+        ),
+    ),
+    (
+        "ephemeral:for-now",
+        _compile(
+            r"(?<![a-z])(?:just\s+for\s+now|for\s+now|right\s+now|temporarily|for\s+the\s+moment"
+            r"|for\s+the\s+next\s+(?:few\s+)?(?:minutes?|hours?))(?![a-z])"
+        ),
+    ),
+    (
+        "ephemeral:this-answer",
+        _compile(
+            r"(?<![a-z])(?:for|in)\s+this\s+(?:answer|question|reply|response|conversation|chat"
+            r"|exercise|task|one)(?![a-z])"
+        ),
+    ),
+    (
+        "ephemeral:today-only",
+        _compile(
+            r"(?<![a-z])(?:today\s+only|only\s+today|just\s+today|just\s+for\s+today)(?![a-z])"
+        ),
+    ),
+    (
+        "ephemeral:same-day-event",
+        _compile(
+            rf"(?<![a-z]){_EN_TODAY}(?![a-z])[^.!?\n]{{0,30}}(?:{_EN_CLOCK}|{_EN_EVENT})"
+            rf"|(?<![a-z])(?:{_EN_CLOCK}|{_EN_EVENT})[^.!?\n]{{0,30}}(?<![a-z]){_EN_TODAY}(?![a-z])"
+        ),
+    ),
+    (
+        "ephemeral:zh-this-time",
+        _compile(
+            r"(?:这次|这一次|这回|本次)(?:先|就|只|请|用|帮|回答|不用|不要)|(?:只有|就|仅此)这一?次"
+            r"|这一题|这题|本题"
+        ),
+    ),
     ("ephemeral:zh-for-now", _compile(r"暂时|目前先|先这样|今天(?:先|就|只|请|用|帮)|只限今天")),
     ("ephemeral:zh-same-day-event", _compile(rf"{_ZH_TODAY}[^,。!?]{{0,10}}?{_ZH_EVENT}")),
 ]

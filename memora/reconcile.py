@@ -332,8 +332,9 @@ class OfflineReconciler:
         """Keep only the best-matching superseded memories (ties kept)."""
         scores = [self._match(candidate, n) for n in hits]
         best = max(scores)
-        return [n.memory.id for n, score in zip(hits, scores, strict=True)
-                if score >= best - self.tie]
+        return [
+            n.memory.id for n, score in zip(hits, scores, strict=True) if score >= best - self.tie
+        ]
 
     def _restated(
         self, candidate: str, new: list[str], neighbours: list[Neighbour]
@@ -349,8 +350,9 @@ class OfflineReconciler:
         """
         if not neighbours:
             return []
-        scored = sorted(((self._match(candidate, n), n) for n in neighbours),
-                        key=lambda pair: -pair[0])
+        scored = sorted(
+            ((self._match(candidate, n), n) for n in neighbours), key=lambda pair: -pair[0]
+        )
         best_score, best = scored[0]
         runner_up = scored[1][0] if len(scored) > 1 else float("-inf")
         if best.similarity < self.gate or best_score < self.match_score:

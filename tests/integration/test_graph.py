@@ -67,8 +67,15 @@ def test_result_shape_and_no_tool_for_plain_questions(agent: Any) -> None:
     assert result["stop_reason"] == "final_answer"
     assert _tool_names(result) == []
     assert "[offline model]" in result["reply"]
-    for key in ("reply", "stop_reason", "tool_steps", "response_tokens", "tool_tokens",
-                "used_memory_ids", "pending_actions"):
+    for key in (
+        "reply",
+        "stop_reason",
+        "tool_steps",
+        "response_tokens",
+        "tool_tokens",
+        "used_memory_ids",
+        "pending_actions",
+    ):
         assert key in result
     assert result["tool_steps"] == 0 and result["response_tokens"] > 0
 
@@ -113,9 +120,22 @@ def test_seed_scenarios_remember_recall_refuse_forget(agent: Any) -> None:
 
 @pytest.mark.parametrize(
     ("answer", "approved"),
-    [(True, True), ("y", True), (" YES ", True), ("approve", True), ("true", True),
-     ({"approve": True}, True), ({"approve": "y"}, True), ("n", False), ("", False),
-     (None, False), (False, False), ({"approve": False}, False), ("maybe", False), (1, False)],
+    [
+        (True, True),
+        ("y", True),
+        (" YES ", True),
+        ("approve", True),
+        ("true", True),
+        ({"approve": True}, True),
+        ({"approve": "y"}, True),
+        ("n", False),
+        ("", False),
+        (None, False),
+        (False, False),
+        ({"approve": False}, False),
+        ("maybe", False),
+        (1, False),
+    ],
 )
 def test_approval_values(answer: Any, approved: bool) -> None:
     assert is_approval(answer) is approved
@@ -137,8 +157,9 @@ def test_cross_session_recall_and_user_isolation(agent: Any) -> None:
     _turn(agent, "s1", "I'm working on a project called Atlas, a LangGraph agent.")
     recall = _turn(agent, "s2", "What do you know about my project and my preferred style?")
     assert "Atlas" in recall["reply"] and "concise" in recall["reply"]
-    other = _turn(agent, "s3", "What do you know about my project and my preferred style?",
-                  user="bob")
+    other = _turn(
+        agent, "s3", "What do you know about my project and my preferred style?", user="bob"
+    )
     assert "Atlas" not in other["reply"]
 
 
@@ -163,10 +184,14 @@ def test_context_assembly_drops_old_tool_traffic_and_trims(
     messages: list[Any] = []
     for turn in range(30):
         human = HumanMessage(f"turn {turn}: " + "word " * 40, id=f"h{turn}")
-        call = AIMessage("", id=f"c{turn}", tool_calls=[
-            {"name": "search_memory", "args": {"query": "x"}, "id": f"call{turn}"}])
-        tool = ToolMessage(json.dumps({"ok": True, "result": {}}), tool_call_id=f"call{turn}",
-                           id=f"o{turn}")
+        call = AIMessage(
+            "",
+            id=f"c{turn}",
+            tool_calls=[{"name": "search_memory", "args": {"query": "x"}, "id": f"call{turn}"}],
+        )
+        tool = ToolMessage(
+            json.dumps({"ok": True, "result": {}}), tool_call_id=f"call{turn}", id=f"o{turn}"
+        )
         reply = AIMessage(f"reply {turn}", id=f"r{turn}")
         messages += [human, call, tool, reply]
     messages.append(HumanMessage("the current question", id="now"))
@@ -199,7 +224,11 @@ def test_graph_imports_without_a_key_and_readme_shows_the_current_graph() -> Non
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
     code = "from graph.app import graph; print(graph.get_graph().draw_mermaid())"
     mermaid = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
         cwd=REPO,
     ).stdout.strip()
     readme = (REPO / "README.md").read_text(encoding="utf-8")

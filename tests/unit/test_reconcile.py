@@ -175,8 +175,12 @@ def test_scripted_answer_is_json_serialisable() -> None:
 def test_swapped_multiword_name_updates() -> None:
     decision = _decide(
         "Austen graduated from New York University with a degree in communications.",
-        _n("m1", "Austen graduated from University of California Berkeley with a degree in "
-           "communications.", 0.71),
+        _n(
+            "m1",
+            "Austen graduated from University of California Berkeley with a degree in "
+            "communications.",
+            0.71,
+        ),
     )
     assert decision.action is ReconcileAction.UPDATE
 
@@ -200,8 +204,11 @@ def test_negation_about_another_topic_of_same_person_is_not_an_update() -> None:
 def test_role_swap_updates() -> None:
     decision = _decide(
         "Jonan Butley has written a cookbook that includes a foreword by Jasen Sandovar.",
-        _n("m1", "Jasen Sandovar has written a cookbook that includes a foreword by Jonan Butley.",
-           1.0),
+        _n(
+            "m1",
+            "Jasen Sandovar has written a cookbook that includes a foreword by Jonan Butley.",
+            1.0,
+        ),
         _n("m2", "Jonan Butley and Jasen Sandovar collaborated on a charity event.", 0.64),
     )
     assert decision.action is ReconcileAction.UPDATE
@@ -254,17 +261,21 @@ def test_swap_that_changes_the_verb_is_another_fact() -> None:
 
 
 def test_weaker_negation_updates_only_a_clear_best_match() -> None:
-    new = ("Brion Lang has never published any articles or essays online or in print, "
-           "and instead focuses exclusively on live spoken word performances.")
+    new = (
+        "Brion Lang has never published any articles or essays online or in print, "
+        "and instead focuses exclusively on live spoken word performances."
+    )
     old = "Brion Lang might have published articles or essays in online magazines."
     decision = _decide(
-        new, _n("m1", old, 0.618),
+        new,
+        _n("m1", old, 0.618),
         _n("m2", "Brion Lang could have attended a university with a focus on liberal arts.", 0.39),
     )
     assert decision.action is ReconcileAction.UPDATE
     assert decision.target_ids == ["m1"]
     ambiguous = _decide(
-        new, _n("m1", old, 0.618),
+        new,
+        _n("m1", old, 0.618),
         _n("m2", "Brion Lang has published essays about spoken word performances.", 0.6),
     )
     assert ambiguous.action is not ReconcileAction.UPDATE
