@@ -233,3 +233,31 @@ def test_graph_imports_without_a_key_and_readme_shows_the_current_graph() -> Non
     ).stdout.strip()
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert mermaid in readme, "regenerate the README's Mermaid block from draw_mermaid()"
+
+
+def test_crash_between_approval_and_delete_keeps_the_approval(
+    agent: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _turn(agent, "t1", "Please remember that I live in Kaohsiung.")
+    memory_id = _store().list("alice")[0].id
+    _turn(agent, "t2", "Please forget that I live in Kaohsiung.")
+    real_forget = memora.api.Memora.forget
+    calls: list[str] = []
+
+    def crash_after_deleting(self: memora.api.Memora, user_id: str, mid: str, **kw: Any) -> Any:
+        calls.append(mid)
+        real_forget(self, user_id, mid, **kw)
+        raise OSError("power cut after the delete, before the checkpoint")
+
+    monkeypatch.setattr(memora.api.Memora, "forget", crash_after_deleting)
+    with pytest.raises(OSError):
+        _resume(agent, "t2", "yes")
+    monkeypatch.setattr(memora.api.Memora, "forget", real_forget)
+    config = {"configurable": {"thread_id": "t2", "user_id": "alice"}}
+    assert agent.get_state(config).next == ("delete_memory",)  # the approval was kept
+    retried = agent.invoke(None, config, context=Context(user_id="alice"))
+    assert calls == [memory_id]
+    assert retried["approved_forget_ids"] == [memory_id]
+    assert retried["deleted_memory_ids"] == []  # already gone: nothing deleted twice
+    assert "Memory deleted" in retried["reply"]
+    assert _store().get("alice", memory_id) is None
