@@ -16,12 +16,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
+from langchain_core.language_models import BaseChatModel
 
 from memora.audit import AuditEntry, AuditLog
+from memora.classifier import LLMMemoryClassifier
 from memora.config import Settings, get_settings
 from memora.dates import resolve_relative_dates
 from memora.embeddings import MemoraEmbeddings, estimate_tokens, make_embeddings
-from memora.importance import ImportanceScorer, RuleImportanceScorer
+from memora.importance import ImportanceScorer, LLMImportanceScorer, RuleImportanceScorer
 from memora.models import (
     MemoryCandidate,
     MemorySource,
@@ -35,7 +37,7 @@ from memora.models import (
 )
 from memora.policy import MemoryClassifier, apply_memory_policy
 from memora.profile import UserProfileStore
-from memora.reconcile import OfflineReconciler, Reconciler
+from memora.reconcile import LLMReconciler, OfflineReconciler, Reconciler
 from memora.retrieval import RetrievedMemory, dense_query_text, rank
 from memora.store import LongTermMemoryStore, new_memory_id
 
@@ -100,10 +102,21 @@ class Memora:
         )
         self.audit = AuditLog(self.settings.data_dir)
         self.profile = UserProfileStore(self.store.db)
-        self.reconciler = reconciler or OfflineReconciler()
-        self.importance = importance or RuleImportanceScorer()
-        self.classifier = classifier
+        judge = self._chat_judge()
+        self.reconciler = reconciler or (LLMReconciler(judge) if judge else OfflineReconciler())
+        self.importance = importance or (
+            LLMImportanceScorer(judge) if judge else RuleImportanceScorer()
+        )
+        self.classifier = classifier or (LLMMemoryClassifier(judge) if judge else None)
         self.clock = clock
+
+    def _chat_judge(self) -> BaseChatModel | None:
+        """The chat model that judges the write path, if the settings ask for one."""
+        from memora.chat_models import get_chat_model, uses_openai
+
+        if self.settings.write_judge == "chat_model" and uses_openai():
+            return get_chat_model(self.settings)
+        return None
 
     def close(self) -> None:
         """Finish pending vector writes and close the databases."""

@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     decay_after_days: float = Field(default=180.0, gt=0)
     """Consolidation lowers importance of memories unused for this long."""
 
+    write_judge: Literal["rules", "chat_model"] = "rules"
+    """Who classifies, rates and reconciles on the write path: offline rules, or the configured
+    chat model with structured output (rules when no model is configured)."""
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
     """Level of Memora's log messages (standard logging, to stderr)."""
 

@@ -14,6 +14,7 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
 from memora.models import MemoryCandidate, MemoryType
+from memora.prompts import IMPORTANCE_PROMPT
 
 Kind = Literal["preference", "goal", "constraint", "event", "fact"]
 
@@ -99,11 +100,7 @@ class LLMImportanceScorer:
 
     def score(self, candidate: MemoryCandidate) -> ImportanceScore:
         """Ask the model; any failure or invalid answer uses the offline rules."""
-        prompt = (
-            "Rate how important it is for a personal assistant to remember this about the "
-            "user, 1 (trivial) to 5 (essential), and say its kind.\n"
-            f"Memory: {candidate.content}"
-        )
+        prompt = IMPORTANCE_PROMPT.format(memory=candidate.content)
         try:
             result = self._structured.invoke(prompt)
             return ImportanceScore.model_validate(result)

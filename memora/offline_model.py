@@ -274,6 +274,8 @@ _RECALL_RE = _rx(
     r"|(?<![a-z])what\s+(?:have|did)\s+i\s+(?:told|tell|said|say|mention(?:ed)?)"
     r"(?:\s+you)?(?:\s+(?:about|before|earlier))*"
     r"|(?<![a-z])remind\s+me\s+(?:of|about|what)"
+    r"|(?<![a-z])(?:that|which)\s+i(?:'ve|\s+have)?\s+(?:given|told|shared\s+with|mentioned\s+to)"
+    r"\s+you(?![a-z])"
     r"|^(?:what(?:'s|\s+is|\s+are|\s+was)|where\s+do|who\s+is)\s+(?=my\b|i\s)"
     r"|你(?:还|是否|有没有)?记(?:得|住)(?:了)?(?=.*(?:吗|么|嘛|没有|[?？]))"
     r"|你(?:还)?记不记得"
@@ -301,7 +303,7 @@ _EN_STATEMENT_RE = _rx(
     r"i(?:'d|\s+would)?\s+(?:\w+ly\s+)?(?:prefer|like|love|enjoy|hate|dislike|adore)(?![a-z])"
     r"|i\s+(?:don't|do\s+not)\s+(?:like|enjoy|eat|drink|use)(?![a-z])"
     r"|my\s+(?!question|problem|point|issue|answer|guess|bad|apologies|pleasure)"
-    r"(?:[\w-]+\s+){0,3}(?:is|are|was)(?![a-z])"
+    r"(?:[\w'-]+\s+){0,3}(?:is|are|was)(?![a-z])"
     r"|i\s+(?:\w+ly\s+)?(?:live|lived|grew\s+up|was\s+born|work|study|teach|use|speak|own|code"
     r"|write|develop)(?![a-z])"
     r"|i\s+have\s+(?:a|an|one|two|three|\d+)\s+" + _KIN + r"(?![a-z])"
@@ -340,6 +342,105 @@ _PAST_VERB_RE = _rx(
     r"|began|left|came|made|gave|ran|wrote|flew|sold|moved)(?![a-z])|了|过"
 )
 _CLEAN_LEAD_RE = _rx(r"^(?:ok(?:ay)?|hi|hey|hello|好的?|嗨|哈啰|对了)[,，\s!！]*")
+
+
+# --------------------------------------------------------------------------- rephrasing
+#
+# Common English ways of stating a fact about oneself that the statement patterns
+# above do not read directly are first rewritten into their plain "my X is Y" form,
+# so that one fact said in different words becomes one memory phrased one way (and
+# a later value reconciles as an update of the earlier one).
+
+_NAME_VALUE = r"(?P<name>[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,2})"
+_END = r"\s*(?P<end>[.!]*)\s*$"
+_NOT_VALUES = (
+    r"(?!(?:this|that|it|there|here|which|what|who|he|she|they|these|those|you|we|nothing"
+    r"|everything|something|anything|where|how|why|when|one)(?![\w'-]))"
+)
+_NAMING_RES = [
+    # "call me X", "please refer to me as X", "start calling me by my name, which is X"
+    _rx(
+        r"^(?:please\s+|(?:you\s+)?(?:can|could|may|should)\s+(?:you\s+)?|(?:start|begin)\s+)*"
+        r"(?:call(?:ing)?|refer(?:ring)?\s+to|address(?:ing)?)\s+me(?:\s+as)?"
+        r"(?:\s+by\s+my\s+(?:new\s+)?name(?:\s*,?\s*which\s+is)?)?(?:\s+from\s+now\s+on)?"
+        r"\s+" + _NAME_VALUE + r"(?:\s+from\s+now\s+on|\s+please)?" + _END
+    ),
+    # "I go by X", "I'm called X", "people call me X", "I changed my name to X"
+    _rx(
+        r"^(?:i\s+go\s+by(?:\s+the\s+name(?:\s+of)?)?|i(?:'m|\s+am)\s+(?:called|named)"
+        r"|(?:people|everyone|everybody|my\s+friends)\s+call\s+me"
+        r"|i(?:'ve|\s+have)?\s+changed\s+my\s+name\s+to)\s+" + _NAME_VALUE + _END
+    ),
+    # "X is what I am called", "X is what people call me"
+    _rx(
+        r"^" + _NAME_VALUE + r"\s+is\s+what\s+(?:i(?:'m|\s+am)\s+called"
+        r"|(?:people|everyone|everybody|my\s+friends|you\s+(?:can|should))\s+call\s+me)" + _END
+    ),
+]
+# "the name of my dog is Rex" -> "my dog's name is Rex"
+_OF_MY_RE = _rx(
+    r"^the\s+(?P<attr>[a-z]+)\s+of\s+my\s+(?P<owner>[\w-]+(?:\s+[\w-]+){0,2})\s+"
+    r"(?P<verb>is|are|was)\s+(?P<value>\S.*?)" + _END
+)
+# "White is my favourite colour" -> "my favourite colour is White"
+_INVERTED_RE = _rx(
+    r"^" + _NOT_VALUES + r"(?P<value>[\w'-]+(?:\s+[\w'-]+){0,3})\s+(?P<verb>is|are)\s+"
+    r"(?P<slot>my\s+[\w'-]+(?:\s+[\w'-]+){0,3})" + _END
+)
+# "my X could be described as Y", "my X has changed to Y" -> "my X is Y"
+_MY_COPULA_RE = _rx(
+    r"^(?P<slot>my\s+[\w'-]+(?:\s+[\w'-]+){0,3}?)\s+"
+    r"(?:(?:could|can|would|might|may)\s+(?:best\s+)?be\s+(?:described|summed\s+up"
+    r"|characteri[sz]ed|called)\s+as|(?:is|are)\s+(?:best\s+)?(?:described|characteri[sz]ed)\s+as"
+    r"|(?:could|would|might)\s+be|(?:has|have)\s+(?:now\s+)?(?:changed|switched)\s+to"
+    r"|(?:now\s+)?(?:changed|switched)\s+to|(?:has|have)\s+(?:now\s+)?become)"
+    r"\s+(?P<value>\S.*?)" + _END
+)
+
+
+def _compose(text: _Text, match: re.Match[str], parts: Sequence[str]) -> _Text:
+    """Join pieces into a new sentence: ``@group`` takes the user's words, else a literal."""
+    original, norm = [], []
+    for part in parts:
+        if part.startswith("@"):
+            piece = text.slice(*match.span(part[1:]))
+            original.append(piece.original)
+            norm.append(piece.norm)
+        else:
+            original.append(part)
+            norm.append(part.lower())
+    return _Text("".join(original), "".join(norm))
+
+
+def _capitalised(text: _Text, match: re.Match[str], group: str) -> bool:
+    """Whether the user wrote that group with a capital, as names are written."""
+    return text.original[match.start(group) : match.end(group)][:1].isupper()
+
+
+def _plain_statement(sentence: _Text) -> _Text:
+    """``sentence`` rewritten into the plain first-person form, or unchanged.
+
+    Only rewrites that keep the meaning: naming idioms ("call me X", "X is what I am
+    called") become "my name is X" (X must be capitalised, as a name is), an
+    inverted copula ("X is my Y") is turned around, hedges and change verbs on
+    "my X" ("could be described as", "has changed to") become "is", and "the A of
+    my B is C" becomes "my B's A is C".
+    """
+    text = sentence.strip()
+    if lead := re.match(_LEAD, text.norm):
+        text = text.slice(lead.end())
+    for pattern in _NAMING_RES:
+        if (match := pattern.match(text.norm)) and _capitalised(text, match, "name"):
+            return _compose(text, match, ["My name is ", "@name", "."])
+    if match := _OF_MY_RE.match(text.norm):
+        text = _compose(
+            text, match, ["my ", "@owner", "'s ", "@attr", " ", "@verb", " ", "@value", "."]
+        )
+    elif match := _INVERTED_RE.match(text.norm):
+        text = _compose(text, match, ["@slot", " ", "@verb", " ", "@value", "."])
+    if match := _MY_COPULA_RE.match(text.norm):
+        text = _compose(text, match, ["@slot", " is ", "@value", "."])
+    return text if text.norm != sentence.strip().norm else sentence
 
 
 def _first_match(text: _Text, pattern: re.Pattern[str]) -> re.Match[str] | None:
@@ -413,7 +514,8 @@ def _classify(message: str) -> _Intent:
         return _Intent("recall", text=_topic_query(_without(text, match), _QUERY_NOISE))
     if match := _first_match(text, _REMEMBER_RE):
         return _remember_intent(_without(text, match), "explicit_request")
-    statements = [s for s in _sentences(text) if _is_statement(s)]
+    plain = [p for p in (_plain_statement(s) for s in _sentences(text) if not _is_question(s))]
+    statements = [s for s in plain if _is_statement(s)]
     if statements:
         content = " ".join(s.original.strip() for s in statements)
         return _remember_intent(_Text.of(content), "useful_future_context")

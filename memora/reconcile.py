@@ -19,6 +19,7 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
 from memora.models import MemoryCandidate, Neighbour, ReconcileAction, ReconcileDecision
+from memora.prompts import RECONCILE_PROMPT
 
 
 def _words(text: str) -> frozenset[str]:
@@ -522,23 +523,6 @@ class _Verdict(BaseModel):
     rationale: str = Field(default="", description="one short sentence")
 
 
-_PROMPT = """You maintain a user's long-term memory. A new memory candidate arrived.
-Compare it with the user's existing memories and choose one action:
-- create: new information, unrelated to the existing memories.
-- skip: the candidate repeats an existing memory (target_ids = [that id]).
-- update: the candidate gives a new value for the same attribute or fact as one or more
-  existing memories, which are now outdated (target_ids = the outdated ids).
-- keep_both: related to existing memories but compatible with them.
-- review: a conflict you cannot resolve (target_ids = the conflicting ids).
-Different facts about the same person or thing are keep_both, never update.
-
-Candidate: {candidate}
-
-Existing memories (id: content):
-{memories}
-"""
-
-
 class LLMReconciler:
     """Asks a chat model for a structured verdict and validates it."""
 
@@ -549,7 +533,7 @@ class LLMReconciler:
     def decide(self, candidate: MemoryCandidate, neighbours: list[Neighbour]) -> ReconcileDecision:
         """Return the model's verdict, or REVIEW when the answer is unusable."""
         memories = "\n".join(f"{n.memory.id}: {n.memory.content}" for n in neighbours) or "(none)"
-        prompt = _PROMPT.format(candidate=candidate.content, memories=memories)
+        prompt = RECONCILE_PROMPT.format(candidate=candidate.content, memories=memories)
         try:
             result = self._model.invoke(prompt)
         except Exception as exc:  # noqa: BLE001 - any model failure must not lose the memory

@@ -29,9 +29,18 @@ def chroma_url(tmp_path: Path) -> Iterator[str]:
     port = _free_port()
     log = (tmp_path / "chroma.log").open("w")
     server = subprocess.Popen(
-        [CHROMA, "run", "--path", str(tmp_path / "server"), "--host", "127.0.0.1",
-         "--port", str(port)],
-        stdout=log, stderr=subprocess.STDOUT,
+        [
+            CHROMA,
+            "run",
+            "--path",
+            str(tmp_path / "server"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -42,7 +51,9 @@ def chroma_url(tmp_path: Path) -> Iterator[str]:
                 break
             except OSError:
                 if time.monotonic() > deadline or server.poll() is not None:
-                    pytest.fail("chroma run did not start: " + (tmp_path / "chroma.log").read_text())
+                    pytest.fail(
+                        "chroma run did not start: " + (tmp_path / "chroma.log").read_text()
+                    )
                 time.sleep(0.3)
         yield url
     finally:
