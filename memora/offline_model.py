@@ -355,7 +355,8 @@ _NAME_VALUE = r"(?P<name>[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,2})"
 _END = r"\s*(?P<end>[.!]*)\s*$"
 _NOT_VALUES = (
     r"(?!(?:this|that|it|there|here|which|what|who|he|she|they|these|those|you|we|nothing"
-    r"|everything|something|anything|where|how|why|when|one)(?![\w'-]))"
+    r"|everything|something|anything|where|how|why|when|one|today|tomorrow|yesterday"
+    r"|tonight|now)(?![\w'-]))"
 )
 _NAMING_RES = [
     # "call me X", "please refer to me as X", "start calling me by my name, which is X"
@@ -390,9 +391,9 @@ _INVERTED_RE = _rx(
 # "my X could be described as Y", "my X has changed to Y" -> "my X is Y"
 _MY_COPULA_RE = _rx(
     r"^(?P<slot>my\s+[\w'-]+(?:\s+[\w'-]+){0,3}?)\s+"
-    r"(?:(?:could|can|would|might|may)\s+(?:best\s+)?be\s+(?:described|summed\s+up"
-    r"|characteri[sz]ed|called)\s+as|(?:is|are)\s+(?:best\s+)?(?:described|characteri[sz]ed)\s+as"
-    r"|(?:could|would|might)\s+be|(?:has|have)\s+(?:now\s+)?(?:changed|switched)\s+to"
+    r"(?:(?:could|can|would|might|may)\s+(?:best\s+)?be\s+(?:(?:described|summed\s+up"
+    r"|characteri[sz]ed)\s+as|called)|(?:is|are)\s+(?:best\s+)?(?:described|characteri[sz]ed)\s+as"
+    r"|(?:has|have)\s+(?:now\s+)?(?:changed|switched)\s+to"
     r"|(?:now\s+)?(?:changed|switched)\s+to|(?:has|have)\s+(?:now\s+)?become)"
     r"\s+(?P<value>\S.*?)" + _END
 )
@@ -424,7 +425,8 @@ def _plain_statement(sentence: _Text) -> _Text:
     called") become "my name is X" (X must be capitalised, as a name is), an
     inverted copula ("X is my Y") is turned around, hedges and change verbs on
     "my X" ("could be described as", "has changed to") become "is", and "the A of
-    my B is C" becomes "my B's A is C".
+    my B is C" becomes "my B's A is C" (but "the name of my hometown is Porto" becomes
+    "my hometown is Porto": only a pet's or a relative's name stays a name).
     """
     text = sentence.strip()
     if lead := re.match(_LEAD, text.norm):
@@ -432,10 +434,13 @@ def _plain_statement(sentence: _Text) -> _Text:
     for pattern in _NAMING_RES:
         if (match := pattern.match(text.norm)) and _capitalised(text, match, "name"):
             return _compose(text, match, ["My name is ", "@name", "."])
-    if match := _OF_MY_RE.match(text.norm):
-        text = _compose(
-            text, match, ["my ", "@owner", "'s ", "@attr", " ", "@verb", " ", "@value", "."]
-        )
+    if (match := _OF_MY_RE.match(text.norm)) and (
+        match.group("attr") != "name" or re.search(_KIN + "$", match.group("owner"))
+    ):
+        parts = ["my ", "@owner", "'s ", "@attr", " ", "@verb", " ", "@value", "."]
+        text = _compose(text, match, parts)
+    elif match:  # "the name of my hometown is Porto": the hometown is Porto
+        text = _compose(text, match, ["my ", "@owner", " ", "@verb", " ", "@value", "."])
     elif match := _INVERTED_RE.match(text.norm):
         text = _compose(text, match, ["@slot", " ", "@verb", " ", "@value", "."])
     if match := _MY_COPULA_RE.match(text.norm):
@@ -514,7 +519,7 @@ def _classify(message: str) -> _Intent:
         return _Intent("recall", text=_topic_query(_without(text, match), _QUERY_NOISE))
     if match := _first_match(text, _REMEMBER_RE):
         return _remember_intent(_without(text, match), "explicit_request")
-    plain = [p for p in (_plain_statement(s) for s in _sentences(text) if not _is_question(s))]
+    plain = (_plain_statement(s) for s in _sentences(text) if not _is_question(s))
     statements = [s for s in plain if _is_statement(s)]
     if statements:
         content = " ".join(s.original.strip() for s in statements)

@@ -81,6 +81,31 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+TAIL_SWAP_MIN_PREFIX = 3
+TAIL_SWAP_MAX_VALUE = 3
+
+
+def _tail_swap(old: list[str], new: list[str]) -> bool:
+    """Same statement up to a short final value ("the user's name is X" -> "... is Y").
+
+    A sentence that differs only in its last few tokens restates one slot with
+    a new value; names and numbers move an averaged embedding so much that the
+    cosine gate alone would miss it.
+    """
+    prefix = 0
+    for a, b in zip(old, new, strict=False):
+        if a != b:
+            break
+        prefix += 1
+    old_value, new_value = old[prefix:], new[prefix:]
+    return (
+        prefix >= TAIL_SWAP_MIN_PREFIX
+        and prefix >= 0.6 * len(old)
+        and 0 < len(old_value) <= TAIL_SWAP_MAX_VALUE
+        and 0 < len(new_value) <= TAIL_SWAP_MAX_VALUE
+    )
+
+
 def _split_cjk(word: str) -> list[str]:
     """Split a mixed word into CJK characters and runs of other word characters."""
     return _CJK_SPLIT.findall(word)
@@ -274,9 +299,10 @@ class OfflineReconciler:
         new = tokenize(candidate.content)
         superseded: list[Neighbour] = []
         for neighbour in neighbours:
-            if neighbour.similarity < self.gate:
+            old = tokenize(neighbour.memory.content)
+            if neighbour.similarity < self.gate and not _tail_swap(old, new):
                 continue
-            verdict = self._compare(tokenize(neighbour.memory.content), new)
+            verdict = self._compare(old, new)
             if (
                 verdict is ReconcileAction.UPDATE
                 and _predicate_overlap(neighbour.memory.content, candidate.content)

@@ -113,8 +113,18 @@ def test_paraphrased_contradiction_with_negation_updates() -> None:
 
 
 def test_low_similarity_neighbour_is_ignored() -> None:
-    decision = _decide("I live in Kaohsiung", _n("m1", "I live in Taipei", 0.3))
+    decision = _decide(
+        "I live in Kaohsiung", _n("m1", "I live in a small flat near the old station", 0.3)
+    )
     assert decision.action is not ReconcileAction.UPDATE
+
+
+def test_final_value_swap_updates_even_below_the_cosine_gate() -> None:
+    # Names move an averaged embedding a lot: the same sentence with another name is an update.
+    decision = _decide("The user's name is Mitchel.", _n("m1", "The user's name is Gary.", 0.3))
+    assert decision.action is ReconcileAction.UPDATE and decision.target_ids == ["m1"]
+    other = _decide("The user's dog is Rex.", _n("m1", "The user's name is Gary.", 0.3))
+    assert other.action is not ReconcileAction.UPDATE
 
 
 class _ScriptedChatModel(BaseChatModel):
