@@ -49,33 +49,132 @@ def _print_json(results: dict[str, Any]) -> None:
     print(json.dumps(results))
 
 
+PeersOption = Annotated[
+    bool,
+    typer.Option(
+        "--peers",
+        help="Also run mem0 and LangGraph's store (LangMem's search) on the same data "
+        "with the same embedding model (pip install -e .[bench]).",
+    ),
+]
+
+
+def _run_systems(
+    run: Callable[[Any, Path, Callable[[int, int], None] | None], dict[str, Any]],
+    data: Path,
+    data_dir: Path | None,
+    peers: bool,
+    label: str,
+    quiet: bool,
+    actor: str = "bench",
+) -> dict[str, Any]:
+    """Run one protocol on Memora, then on each peer; a peer that cannot run gets its reason."""
+    from evals.peers import MEMORA, PEERS, PeerUnavailable, bench_embeddings, open_system
+
+    results: dict[str, Any] = {}
+    embeddings = bench_embeddings() if peers else None
+    for name in (MEMORA, *(PEERS if peers else ())):
+        try:
+            with (
+                open_system(
+                    name,
+                    data_dir if name == MEMORA else None,
+                    embeddings=embeddings,
+                    actor=actor,
+                ) as system,
+                _progress(f"{name}: {label}", quiet) as progress,
+            ):
+                results[name] = run(system, data, progress)
+        except PeerUnavailable as error:
+            results[name] = {"error": str(error)}
+        except Exception as error:  # a peer failing at run time still gets its row
+            if name == MEMORA:
+                raise
+            results[name] = {"error": f"{type(error).__name__}: {error}"}
+    return results
+
+
+_PEER_NOTES = {
+    "mem0": "mem0: bulk load through its vector store's batch insert (payloads as its add "
+    "writes them); write path add(infer=False): no extraction, no reconciliation (both "
+    "need a model, none offline); search with threshold 0 (BM25/entity boosts need spaCy, "
+    "not installed: mem0ai\\[nlp] downloads a model).",
+    "langgraph_store": "langgraph_store: InMemoryStore vector index searched as LangMem's "
+    "create_search_memory_tool does; write path one put: no reconciliation.",
+}
+
+
+def _notes(results: dict[str, Any]) -> None:
+    for name, note in _PEER_NOTES.items():
+        if name in results and "error" not in results[name]:
+            console.print(f"[dim]{note}[/dim]")
+
+
 @eval_app.command("locomo")
-def eval_locomo(data: DataOption, as_json: JsonOption = False, data_dir: DirOption = None) -> None:
+def eval_locomo(
+    data: DataOption,
+    as_json: JsonOption = False,
+    data_dir: DirOption = None,
+    peers: PeersOption = False,
+) -> None:
     """LoCoMo retrieval: recall@k by category, search latency, ingest rate."""
-    with scratch_memora(data_dir) as memora, _progress("questions", as_json) as progress:
-        result = run_locomo(memora, data, progress)
+    results = _run_systems(run_locomo, data, data_dir, peers, "questions", as_json)
     if as_json:
-        _print_json({"memora": result})
+        _print_json(results)
         return
-    table = Table("category", *[f"R@{k}" for k in KS], title=f"LoCoMo retrieval, {data.name}")
-    rows = {**result["by_category"], "overall": result["overall"]}
-    for name, recalls in rows.items():
-        table.add_row(name, *[f"{recalls[f'recall@{k}']:.3f}" for k in KS])
-    console.print(table)
-    console.print(
-        f"{result['questions']} questions, {result['memories']} memories; "
-        f"search p50 {result['search_ms']['p50']:.1f} ms, p95 {result['search_ms']['p95']:.1f} ms;"
-        f" ingest {result['ingest_per_s']:.0f} memories/s"
+    table = Table(
+        "category", "system", *[f"R@{k}" for k in KS], title=f"LoCoMo retrieval, {data.name}"
     )
+    ok = {name: result for name, result in results.items() if "error" not in result}
+    categories = [c for c in results["memora"]["by_category"]] + ["overall"]
+    for category in categories:
+        for name, result in ok.items():
+            recalls = (
+                result["overall"] if category == "overall" else result["by_category"].get(category)
+            )
+            if recalls is not None:
+                table.add_row(category, name, *[f"{recalls[f'recall@{k}']:.3f}" for k in KS])
+        table.add_section()
+    for name, result in results.items():
+        if "error" in result:
+            table.add_row("all", name, f"cannot run: {result['error']}", *[""] * (len(KS) - 1))
+    console.print(table)
+    speed = Table(
+        "system",
+        "questions",
+        "memories",
+        "search p50 ms",
+        "search p95 ms",
+        "ingest memories/s",
+        title="LoCoMo, search latency and ingest rate",
+    )
+    for name, result in results.items():
+        if "error" in result:
+            speed.add_row(name, f"cannot run: {result['error']}", "", "", "", "")
+            continue
+        speed.add_row(
+            name,
+            str(result["questions"]),
+            str(result["memories"]),
+            f"{result['search_ms']['p50']:.1f}",
+            f"{result['search_ms']['p95']:.1f}",
+            f"{result['ingest_per_s']:.0f}",
+        )
+    console.print(speed)
+    _notes(results)
 
 
 @eval_app.command("update")
-def eval_update(data: DataOption, as_json: JsonOption = False, data_dir: DirOption = None) -> None:
+def eval_update(
+    data: DataOption,
+    as_json: JsonOption = False,
+    data_dir: DirOption = None,
+    peers: PeersOption = False,
+) -> None:
     """Letta fact updates: update_win, answer@1, stale@5, collateral."""
-    with scratch_memora(data_dir) as memora, _progress("rows", as_json) as progress:
-        result = run_update(memora, data, progress)
+    results = _run_systems(run_update, data, data_dir, peers, "rows", as_json, actor="eval-update")
     if as_json:
-        _print_json({"memora": result})
+        _print_json(results)
         return
     table = Table(
         "system",
@@ -83,16 +182,29 @@ def eval_update(data: DataOption, as_json: JsonOption = False, data_dir: DirOpti
         "answer@1",
         "stale@5",
         "collateral/row",
-        title=f"Fact updates, {data.name} ({result['rows']} rows)",
+        title=f"Fact updates, {data.name} ({results['memora']['rows']} rows)",
     )
-    table.add_row(
-        "memora",
-        *[
-            f"{result[key]:.3f}"
-            for key in ("update_win", "answer@1", "stale@5", "collateral_per_row")
-        ],
-    )
+    for name, result in results.items():
+        if "error" in result:
+            table.add_row(name, f"cannot run: {result['error']}", "", "", "")
+            continue
+        table.add_row(
+            name,
+            *[
+                f"{result[key]:.3f}"
+                for key in ("update_win", "answer@1", "stale@5", "collateral_per_row")
+            ],
+        )
     console.print(table)
+    if "error" not in results.get("mem0", {"error": ""}):
+        console.print(
+            "[dim]mem0 offline: add(infer=False) keeps every fact; its update (ADD/UPDATE/DELETE "
+            "decided by an LLM) needs a model, so these are its honest offline figures.[/dim]"
+        )
+    if "error" not in results.get("langgraph_store", {"error": ""}):
+        console.print(
+            "[dim]langgraph_store: each fact is one put; nothing reconciles old facts.[/dim]"
+        )
 
 
 @eval_app.command("perf")
@@ -156,3 +268,157 @@ def eval_overhead(
         f"{result['graph_ms']['p95']:.1f}",
     )
     console.print(table)
+
+
+@eval_app.command("agent")
+def eval_agent(
+    data: Annotated[
+        Path, typer.Option("--data", exists=True, file_okay=False, help="The goodai_ltm folder.")
+    ],
+    as_json: JsonOption = False,
+    data_dir: DirOption = None,
+) -> None:
+    """GoodAI LTM scripts through the whole agent (offline model): Colours, NameList."""
+    from evals.agent import run_agent
+
+    with _progress("turns", as_json) as progress:
+        result = run_agent(data, progress, data_dir)
+    if as_json:
+        _print_json({"memora": result})
+        return
+    table = Table("test", "passed", "total", "pass rate", title=f"GoodAI LTM, {data.name}")
+    for name, row in result.items():
+        if "skipped" in row:
+            table.add_row(name, "-", str(row["total"]), f"skipped: {row['skipped']}")
+        else:
+            table.add_row(name, str(row["passed"]), str(row["total"]), f"{row['pass_rate']:.3f}")
+    console.print(table)
+    for name, row in result.items():
+        for failure in row.get("failures", []):
+            console.print(f"[red]{name}/{failure['definition']}[/red]:", markup=True)
+            for reason in failure["reasons"]:
+                console.print(f"  - {reason}", markup=False, highlight=False)
+
+
+@eval_app.command("selection")
+def eval_selection(data: DataOption, as_json: JsonOption = False) -> None:
+    """Policy gate selection: precision/recall of storing, confusion by reason."""
+    from evals.selection import NONE_REASON, REASONS, STORED, SelectionDataError, run_selection
+    from memora.cli import errors
+
+    try:
+        with _progress("candidates", as_json) as progress:
+            result = run_selection(data, progress)
+    except (SelectionDataError, OSError) as error:
+        errors.print(f"memora eval selection: {data}: {error}", markup=False)
+        raise typer.Exit(1) from None
+    if as_json:
+        _print_json({"memora": result})
+        return
+
+    def ratio(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.3f}"
+
+    summary = Table("figure", "value", title=f"Memory selection, {data.name}")
+    summary.add_row("items", str(result["items"]))
+    summary.add_row("precision (stored)", ratio(result["precision"]))
+    summary.add_row("recall (stored)", ratio(result["recall"]))
+    style = "green" if result["sensitive_stored"] == 0 else "bold red"
+    summary.add_row("sensitive stored", f"[{style}]{result['sensitive_stored']}[/]")
+    console.print(summary)
+    short = {"sensitive_data": "sensitive", "instruction_like": "instruction"}
+    short |= {"user_refused": "refused", "assistant_generated": "assistant"}
+    confusion = Table(
+        "true reason \\ predicted",
+        "n",
+        STORED,
+        *[short.get(reason, reason) for reason in REASONS],
+        title="Predicted outcome by true reason",
+    )
+    for reason, row in result["by_reason"].items():
+        label = "(should store)" if reason == NONE_REASON else reason
+        confusion.add_row(label, str(row["total"]), *[str(row[key]) for key in (STORED, *REASONS)])
+    console.print(confusion)
+
+
+@eval_app.command("scale")
+def eval_scale(
+    as_json: JsonOption = False,
+    sizes: Annotated[
+        str, typer.Option(help="Store sizes, comma-separated (memories over 10 users).")
+    ] = "1000,10000,100000",
+    peers: PeersOption = False,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds allowed per system and size before it is capped.")
+    ] = 1800.0,
+) -> None:
+    """Search and write latency, ingest rate, peak RSS and disk as the store grows.
+
+    Each system and size runs in its own subprocess, so resident memory is its own.
+    """
+    from evals.peers import MEMORA, PEERS
+    from evals.scale import NOTES, USERS, growth, run_scale
+
+    wanted = sorted({int(size) for size in sizes.split(",") if size.strip()})
+    systems = [MEMORA, *(PEERS if peers else ())]
+    with _progress("system x size", as_json) as progress:
+        results = run_scale(systems, wanted, timeout, progress)
+    if as_json:
+        _print_json(results)
+        return
+    table = Table(
+        "system",
+        "memories",
+        "search p50 / p95 ms",
+        "write p50 / p95 ms",
+        "ingest memories/s",
+        "peak RSS MB",
+        "disk MB",
+        title=f"Scale: stores of {', '.join(f'{s:,}' for s in wanted)} memories over {USERS} users",
+    )
+    for name, result in results.items():
+        if "error" in result:
+            table.add_row(name, f"cannot run: {result['error']}", "", "", "", "", "")
+            table.add_section()
+            continue
+        for size, row in result["sizes"].items():
+            if "error" in row:
+                table.add_row(name, f"{int(size):,}", row["error"], "", "", "", "")
+                continue
+            table.add_row(
+                name,
+                f"{int(size):,}",
+                f"{row['search_ms']['p50']:.2f} / {row['search_ms']['p95']:.2f}",
+                f"{row['write_ms']['p50']:.2f} / {row['write_ms']['p95']:.2f}",
+                f"{row['ingest_per_s']:.0f}",
+                f"{row['rss_mb']:.0f}",
+                f"{row['disk_mb']:.1f}",
+            )
+        table.add_section()
+    console.print(table)
+    ratios = Table(
+        "system",
+        "search p50",
+        "search p95",
+        "write p50",
+        "write p95",
+        "ingest rate",
+        "peak RSS",
+        "disk",
+        title=f"Growth: figure at {max(wanted):,} / figure at {min(wanted):,}",
+    )
+    keys = ("search_p50", "search_p95", "write_p50", "write_p95", "ingest_per_s", "rss_mb")
+    for name, result in results.items():
+        grown = growth(result) if "error" not in result else {}
+        if not grown:
+            continue
+        cells = [f"{grown[key]:.2f}x" if grown[key] is not None else "-" for key in keys]
+        cells.append(
+            f"{grown['disk_mb']:.2f}x" if grown["disk_mb"] is not None else "- (in memory)"
+        )
+        ratios.add_row(name, *cells)
+    if len(wanted) > 1:
+        console.print(ratios)
+    for name in results:
+        if name in NOTES and "error" not in results[name]:
+            console.print(f"[dim]{name}: {NOTES[name]}[/dim]")

@@ -13,9 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.common import percentile_ms
-from memora.api import Memora
-from memora.models import MemorySource, MemoryType, MemoryUnit
-from memora.store import new_memory_id
+from evals.peers import Item, MemorySystem
 
 KS = (1, 5, 10, 25, 50)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -35,10 +33,10 @@ class Question:
 
 @dataclass
 class Conversation:
-    """One LoCoMo sample turned into memories and questions."""
+    """One LoCoMo sample turned into memories (keyed by dia_id) and questions."""
 
     user_id: str
-    units: list[MemoryUnit]
+    items: list[Item]
     questions: list[Question] = field(default_factory=list)
 
 
@@ -62,7 +60,7 @@ def load_conversations(path: Path) -> list[Conversation]:
     for sample in samples:
         user_id = str(sample["sample_id"])
         conv = sample["conversation"]
-        units: list[MemoryUnit] = []
+        items: list[Item] = []
         last = None
         for key in sorted(
             (k for k in conv if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k[8:])
@@ -70,21 +68,18 @@ def load_conversations(path: Path) -> list[Conversation]:
             when = parse_session_time(conv[f"{key}_date_time"])
             last = when if last is None or when > last else last
             for turn in conv[key]:
-                units.append(
-                    MemoryUnit(
-                        id=new_memory_id(),
-                        user_id=user_id,
-                        content=turn_text(turn),
-                        memory_type=MemoryType.EPISODIC,
-                        kind="event",
-                        source=MemorySource(actor="locomo"),
-                        metadata={"dia_id": turn["dia_id"], "session": int(key[8:])},
+                items.append(
+                    Item(
+                        key=turn["dia_id"],
+                        text=turn_text(turn),
                         created_at=when,
-                        updated_at=when,
+                        metadata={"dia_id": turn["dia_id"], "session": int(key[8:])},
+                        episodic=True,
+                        source="locomo",
                     )
                 )
-        known = {unit.metadata["dia_id"] for unit in units}
-        conversation = Conversation(user_id, units)
+        known = {item.key for item in items}
+        conversation = Conversation(user_id, items)
         for qa in sample["qa"]:
             category = CATEGORIES.get(int(qa.get("category", 0)))
             if category is None:
@@ -100,26 +95,27 @@ def load_conversations(path: Path) -> list[Conversation]:
 
 
 def run_locomo(
-    memora: Memora, path: Path, progress: Callable[[int, int], None] | None = None
+    system: MemorySystem, path: Path, progress: Callable[[int, int], None] | None = None
 ) -> dict[str, Any]:
-    """Ingest every conversation, answer every question, return the figures."""
+    """Ingest every conversation into the system, answer every question, return the figures.
+
+    The system returns the dia_ids of its top memories, so any system is scored alike.
+    """
     conversations = load_conversations(path)
     ingest_seconds = 0.0
     ingested = 0
     for conversation in conversations:
         started = time.perf_counter()
-        memora.ingest(conversation.units)
+        system.add_many(conversation.user_id, conversation.items)
         ingest_seconds += time.perf_counter() - started
-        ingested += len(conversation.units)
-    dia_of = {unit.id: unit.metadata["dia_id"] for c in conversations for unit in c.units}
+        ingested += len(conversation.items)
     questions = [q for c in conversations for q in c.questions]
     recalls: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     latencies: list[float] = []
     for number, question in enumerate(questions, start=1):
         started = time.perf_counter()
-        hits = memora.rank_for_evaluation(question.user_id, question.text, max(KS), question.now)
+        ranked = system.search(question.user_id, question.text, max(KS), question.now)
         latencies.append(time.perf_counter() - started)
-        ranked = [dia_of[hit.memory.id] for hit in hits]
         for k in KS:
             found = len(question.evidence & set(ranked[:k])) / len(question.evidence)
             recalls[question.category][k].append(found)

@@ -8,8 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memora.api import Memora
-from memora.models import MemorySource, MemoryStatus
+from evals.peers import MemorySystem
 
 TOP_K = 5
 _T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -24,7 +23,7 @@ def _strip_quotes(text: str) -> str:
     return text.strip().strip('"').strip("“”").strip()
 
 
-def score_row(memora: Memora, row: dict[str, Any], user_id: str) -> dict[str, float]:
+def score_row(system: MemorySystem, row: dict[str, Any], user_id: str) -> dict[str, float]:
     """Remember the facts, then the contradiction, then query; return the row's figures."""
     extra = row["agent_args"]["extra"]
     facts: list[str] = extra["facts"]
@@ -32,41 +31,26 @@ def score_row(memora: Memora, row: dict[str, Any], user_id: str) -> dict[str, fl
     contradicted_idx = (
         contradicted_idx if isinstance(contradicted_idx, list) else [contradicted_idx]
     )
-    source = MemorySource(actor="eval-update")
-    fact_ids: list[str | None] = []
+    fact_keys: list[str | None] = []
     for number, fact in enumerate(facts):
-        outcome = memora.add(
-            user_id,
-            fact,
-            source=source,
-            reason="useful_future_context",
-            said_at=_T0 + timedelta(minutes=number),
-        )
-        stored = outcome.memory_id if outcome.accepted and outcome.action else None
-        fact_ids.append(stored if outcome.action and outcome.action.value != "skip" else None)
-    new = memora.add(
-        user_id,
-        _strip_quotes(extra["contradicting_fact"]),
-        source=source,
-        reason="useful_future_context",
-        said_at=_T0 + timedelta(minutes=len(facts)),
+        written = system.add(user_id, fact, _T0 + timedelta(minutes=number))
+        fact_keys.append(written.key if written.new else None)
+    new = system.add(
+        user_id, _strip_quotes(extra["contradicting_fact"]), _T0 + timedelta(minutes=len(facts))
     )
-    hits = memora.rank_for_evaluation(
-        user_id, row["input"], TOP_K, _T0 + timedelta(minutes=len(facts) + 1)
-    )
-    ranked = [hit.memory.id for hit in hits]
-    contradicted = {fact_ids[i] for i in contradicted_idx if fact_ids[i]}
-    new_rank = ranked.index(new.memory_id) if new.memory_id in ranked else None
+    ranked = system.search(user_id, row["input"], TOP_K, _T0 + timedelta(minutes=len(facts) + 1))
+    contradicted = {fact_keys[i] for i in contradicted_idx if fact_keys[i]}
+    new_rank = ranked.index(new.key) if new.key in ranked else None
     stale_ranks = [ranked.index(i) for i in contradicted if i in ranked]
     update_win = new_rank is not None and all(rank > new_rank for rank in stale_ranks)
     answer = str(row["ground_truth"]).lower()
-    answer_at_1 = bool(hits) and answer in hits[0].memory.content.lower()
+    top = system.content(user_id, ranked[0]) if ranked else None
+    answer_at_1 = top is not None and answer in top.lower()
     collateral = 0
-    for index, memory_id in enumerate(fact_ids):
+    for index, key in enumerate(fact_keys):
         if index in contradicted_idx:
             continue
-        unit = memora.get(user_id, memory_id) if memory_id else None
-        if unit is None or unit.status is not MemoryStatus.ACTIVE:
+        if key is None or system.content(user_id, key) is None:
             collateral += 1
     return {
         "update_win": float(update_win),
@@ -77,13 +61,13 @@ def score_row(memora: Memora, row: dict[str, Any], user_id: str) -> dict[str, fl
 
 
 def run_update(
-    memora: Memora, path: Path, progress: Callable[[int, int], None] | None = None
+    system: MemorySystem, path: Path, progress: Callable[[int, int], None] | None = None
 ) -> dict[str, Any]:
     """Score every row, each as a fresh user; return the means."""
     rows = load_rows(path)
     totals: dict[str, float] = {}
     for number, row in enumerate(rows, start=1):
-        for key, value in score_row(memora, row, f"update-row-{number}").items():
+        for key, value in score_row(system, row, f"update-row-{number}").items():
             totals[key] = totals.get(key, 0.0) + value
         if progress:
             progress(number, len(rows))

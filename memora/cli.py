@@ -257,6 +257,7 @@ def main() -> None:
             level=get_settings().log_level, format="%(levelname)s %(name)s: %(message)s"
         )
         from evals import cli as _eval_commands  # noqa: F401  (registers `memora eval`)
+        from evals import report as _report_command  # noqa: F401  (registers `eval all`)
         from memora import cli_agent as _agent_commands  # noqa: F401  (chat, demo, …)
 
         try:

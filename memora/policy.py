@@ -253,8 +253,15 @@ _SECRET_KEYWORDS: dict[str, str] = {
         r"security[\s_-]?code",
         r"sms[\s_-]?code",
         r"confirmation[\s_-]?code",
+        r"(?:login|log[\s-]?in|sign[\s-]?in)[\s_-]?codes?",
     )
-    + r"|验证码|校验码|认证码|动态码|动态密码|确认码|安全码",
+    + r"|验证码|校验码|认证码|动态码|动态密码|确认码|安全码|短信码|简讯码|登录码|登入码",
+    "access-code": _ascii_words(
+        r"(?:door|gate|garage|keypad|alarm|disarm|lock|locker|safe|entry|building|unlock"
+        r"|access|lockbox)(?:[\s_-]+[a-z]+){0,2}?[\s_-]+codes?",
+        r"combination",
+    )
+    + r"|门禁|门锁|开锁|开门码|连线码|连接码|密码锁",
     "password": _ascii_words(r"password", r"passwd", r"pwd", r"passcode", r"passphrase")
     + r"|密码|口令|通行码",
     "pin": _ascii_words(r"pin(?:[\s_-]?(?:code|number))?") + r"|pin码",
@@ -272,6 +279,8 @@ _SECRET_KEYWORDS: dict[str, str] = {
         r"backup[\s_-]?codes?",
         r"seed[\s_-]?phrase",
         r"mnemonic",
+        r"recovery[\s_-]?(?:keys?|words|phrases?)",
+        r"seed[\s_-]?words",
     )
     + r"|助记词|恢复码|备用码",
 }
@@ -283,6 +292,8 @@ _ID_KEYWORDS: dict[str, str] = {
         r"card[\s_-]?(?:number|no)",
         r"cvv",
         r"cvc",
+        r"security[\s_-]?digits",
+        r"digits\s+on\s+the\s+back",
     )
     + r"|信用卡|金融卡|银行卡|卡号",
     "national-id": _ascii_words(
@@ -291,21 +302,27 @@ _ID_KEYWORDS: dict[str, str] = {
         r"national[\s_-]?id",
         r"id[\s_-]?(?:card[\s_-]?)?(?:number|no)",
         r"tax[\s_-]?id",
+        r"driver'?s?[\s_-]?licen[cs]e",
+        r"licen[cs]e[\s_-]?(?:number|no)",
+        r"medicare|medicaid",
+        r"(?:health|medical)[\s_-]?insurance[\s_-]?(?:number|no|id)",
     )
-    + r"|身份证|身分证|居民身份|统一编号|税号",
+    + r"|身份证|身分证|居民身份|统一编号|税号|驾照|驾驶执照|健保卡|医保卡|社保卡|居留证",
     "bank-account": _ascii_words(
         r"bank[\s_-]?account",
         r"account[\s_-]?(?:number|no)",
         r"routing[\s_-]?number",
         r"iban",
+        r"(?:checking|savings|current|brokerage)[\s_-]?account",
     )
-    + r"|银行帐号|银行账号|银行帐户|银行账户|帐户号码|账户号码",
+    + r"|银行帐号|银行账号|银行帐户|银行账户|帐户号码|账户号码|帐号|账号|帐户|账户",
     "passport": _ascii_words(r"passport") + r"|护照",
+    "login": _ascii_words(r"login", r"log[\s-]?in", r"credentials?"),
 }
 
 _GAP = (
     r"(?:[\s:=#\"'「『“,]|(?<![a-z])(?:is|was|are|now|number|no\.|code|for\s+[\w.@-]+)(?![a-z])"
-    r"|是|为|号码|号|码|字号|就是|设为|改为|改成|换成|了)*?"
+    r"|是|为|号码|号|码|字号|数字|就是|设为|改为|改成|换成|了)*?"
 )
 _DIGIT_VALUE = r"(?:\d[\d -]{2,}\d|[a-z0-9_+/=!@#$%^&*.-]*\d[a-z0-9_+/=!@#$%^&*.-]*)"
 _OWNER_EN = r"(?<![a-z])(?:my|our|his|her|their|(?:the\s+)?user'?s?)\s+(?:[a-z0-9.@-]+\s+){0,2}?"
@@ -334,6 +351,10 @@ def _keyword_rules() -> list[Rule]:
 _KEYWORD_RULES = _keyword_rules()
 
 
+_URL_CREDENTIALS_RE = re.compile(r"[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@", re.IGNORECASE)
+"""A URL with a password in it: ``postgres://user:pass@host``."""
+
+
 def _sensitive_rule(text: str) -> str | None:
     """Name the sensitive-data rule that fires on ``text``, or ``None``."""
     if not text.strip():
@@ -347,6 +368,8 @@ def _sensitive_rule(text: str) -> str | None:
     rule = _national_id_rule(width_folded)
     if rule:
         return rule
+    if _URL_CREDENTIALS_RE.search(width_folded):
+        return "url-credentials"
     return _first_match(_normalise(text), _KEYWORD_RULES)
 
 
@@ -382,7 +405,15 @@ _INSTRUCTION_QUALIFIERS = (
     r"(?:all|any|the|your|my|of|previous|prior|earlier|above|preceding|former|existing"
     r"|original|system|safety|other|these|those)"
 )
-_ZH_INSTRUCTION_TARGETS = r"(?:指令|指示|规则|提示词?|设定|限制|规范|命令|要求|约束)"
+_ZH_INSTRUCTION_TARGETS = r"(?:指令|指示|规则|提示词?|设定|限制|规范|命令|要求|约束|内容)"
+_ASSISTANT_EN = r"(?:the\s+)?(?:ai\s+)?(?:assistants?|ai|bots?|chatbots?|memora|model|agent)"
+_ZH_ASSISTANT = r"(?:助理|助手|(?<![a-z])ai|机器人|模型|memora)"
+_ZH_USER_WISH = r"希望|想要|想|偏好|喜欢|要求|习惯|请求"
+"""Chinese verbs that make what follows the user's own wish, not an order to the assistant."""
+_SAFETY_TARGETS = (
+    r"(?:content|safety)\s+(?:filters?|polic(?:y|ies)|guidelines|checks?|rules|warnings?"
+    r"|restrictions)|(?:filters|guardrails|safeguards)"
+)
 
 _INSTRUCTION_RULES: list[Rule] = [
     (
@@ -453,7 +484,7 @@ _INSTRUCTION_RULES: list[Rule] = [
         "injection:zh-ignore-instructions",
         _compile(
             r"(?:忽略|无视|忘记|忘掉|不要理会|别理|绕过|覆盖|跳过)掉?你?"
-            r"(?:之前|以前|先前|上面|上述|前面|所有|全部|一切|原本|原来|原有|系统|既有|的)+"
+            r"(?:之前|以前|先前|上面|上述|以上|前面|所有|全部|一切|原本|原来|原有|系统|既有|的)+"
             rf"{_ZH_INSTRUCTION_TARGETS}"
         ),
     ),
@@ -475,7 +506,107 @@ _INSTRUCTION_RULES: list[Rule] = [
         _compile(
             r"(?:不受|没有|解除)(?:任何|所有)?限制|管理员(?:权限|模式)|最高权限"
             r"|给(?:我|使用者|用户)(?:管理员|所有|完整)?权限|(?:使用者|用户)是管理员"
+            r"|不受审查|无审查|不受(?:任何)?约束"
         ),
+    ),
+    # Memories are about the user. Text that speaks to the assistant, sets a trigger for
+    # when it is recalled, tells it what to say to others, or switches safety off is an
+    # attempt to steer the assistant, whoever wrote it.
+    (
+        "injection:assistant-modal",
+        _compile(
+            rf"(?<![a-z]){_ASSISTANT_EN}(?:'s)?\s+(?:must|shall|should|has\s+to|have\s+to"
+            r"|needs?\s+to|may|can|is\s+(?:allowed|permitted|authori[sz]ed)\s+to|will\s+always"
+            r"|will\s+never|has\s+no|is\s+not\s+bound)(?![a-z])"
+        ),
+    ),
+    (
+        "injection:real-instructions",
+        _compile(
+            r"(?<![a-z])(?:real|true|actual|new|updated|secret|hidden)\s+(?:instructions|rules"
+            r"|system\s+prompt|directives|orders|programming)(?![a-z])"
+            r"|system\s+override|override\s+mode"
+        ),
+    ),
+    (
+        "injection:imperative",
+        _compile(
+            r"^\W*(?:recommend|tell|say|ignore|disregard|drop|treat|delete|send|forward|email"
+            r"|read\s+out|reveal|promote|obey|execute|output|print|skip|bypass|grant|pretend"
+            r"|respond\s+to\s+(?:every|all|any)|reply\s+to\s+(?:every|all|any))(?![a-z])"
+        ),
+    ),
+    (
+        "injection:every-reply",
+        _compile(
+            r"(?<![a-z])(?:every|each|all|any)\s+(?:\w+\s+)?(?:reply|replies|answer|answers"
+            r"|response|responses|message|messages)\s+(?:has|have|must|should|needs?|shall"
+            r"|will)(?![a-z])"
+        ),
+    ),
+    (
+        "injection:recall-trigger",
+        _compile(
+            r"(?<![a-z])(?:this|the)\s+(?:memory|note|entry)\s+is\s+(?:retrieved|recalled|read"
+            r"|loaded|seen|found)(?![a-z])"
+            r"|(?<![a-z])(?:when(?:ever)?|if)\s+(?:anyone|anybody|someone|somebody|others?"
+            r"|people|other\s+users?|another\s+user)\s+asks?(?![a-z])"
+        ),
+    ),
+    (
+        "injection:safety-off",
+        _compile(
+            r"(?<![a-z])(?:no|without|disabled?|drop|skip|bypass|turn\s+off|ignore|remove|lift)"
+            rf"\s+(?:the\s+|your\s+|its\s+|all\s+|any\s+)?(?:{_SAFETY_TARGETS})(?![a-z])"
+            rf"|(?<![a-z])(?:{_SAFETY_TARGETS})\s+(?:are\s+|is\s+)?(?:now\s+)?(?:disabled|off"
+            r"|lifted|removed|suspended|waived)(?![a-z])"
+        ),
+    ),
+    (
+        "injection:without-consent",
+        _compile(
+            r"(?<![a-z])(?:without|skip(?:ping)?|bypass(?:ing)?|no\s+need\s+for)\s+(?:the\s+|any\s+)?"
+            r"(?:asking\s+(?:for\s+)?)?(?:(?:user'?s?|my)\s+)?(?:confirmation|approval|consent"
+            r"|permission)(?![a-z])"
+        ),
+    ),
+    (
+        "injection:zh-assistant-modal",
+        _compile(
+            rf"^(?:(?!{_ZH_USER_WISH}).)*?{_ZH_ASSISTANT}的?(?:要|必须|应该|应|可以|能|得|需要|将|会)"
+        ),
+    ),
+    (
+        "injection:zh-every-reply",
+        _compile(
+            rf"^(?:(?!{_ZH_USER_WISH}).)*?(?:每次|每一次|所有|任何)(?:的)?(?:回答|回复|回应|答复)"
+            r"[^,。]{0,6}?(?:都要|都必须|必须|一律|都得)"
+        ),
+    ),
+    (
+        "injection:zh-recall-trigger",
+        _compile(
+            r"(?:这|此)(?:条|则|段|个|笔)?记忆"
+            r"|(?:有人|不管谁|无论谁|任何人|别人|其他人)(?:问|问起|问到|提到)"
+        ),
+    ),
+    (
+        "injection:zh-safety-off",
+        _compile(
+            r"(?:跳过|关闭|取消|不加|不要加|不用加|去掉|解除|绕过|忽略)(?:所有|任何|全部)?的?"
+            r"(?:安全|内容)(?:检查|提醒|审查|过滤|限制|警告|规则)"
+        ),
+    ),
+    (
+        "injection:zh-without-consent",
+        _compile(
+            r"(?:不经|未经|无需|无须|不需要?|不用|跳过)(?:过)?(?:用户|使用者|我|本人)?的?"
+            r"(?:同意|确认|批准|许可|授权)"
+        ),
+    ),
+    (
+        "injection:zh-new-identity",
+        _compile(rf"(?:{_ZH_ASSISTANT}|你)的?新?(?:身份|名字|角色)(?:是|为|改为)"),
     ),
     (
         "injection:zh-reveal",
@@ -488,13 +619,16 @@ _INSTRUCTION_RULES: list[Rule] = [
 
 _EN_STORE_VERBS = (
     r"(?:remember|save|store|memori[sz]e|record|log|retain|persist|keep\s+(?:this|that|it)\s+"
-    r"in\s+(?:mind|memory)|write\s+(?:this|that|it)\s+down|note\s+(?:this|that|it)\s+down)"
+    r"(?:in\s+(?:mind|memory)|on\s+(?:file|record))|keep\s+(?:any\s+|a\s+)?records?\s+of"
+    r"|(?:hold|hang)\s+on\s*to|write\s+(?:this|that|it)\s+down|note\s+(?:this|that|it)\s+down"
+    r"|jot\s+(?:this|that|it)\s+down)"
 )
 _REFUSAL_RULES: list[Rule] = [
     (
         "refusal:dont-remember",
         _compile(
-            r"(?:^|[.!?,;:\n]\s*|(?<![a-z])(?:please|pls|but|and|so|just|oh|ok|okay)\s+)"
+            r"(?:^|[.!?,;:()\n\u2013\u2014-]\s*|(?<![a-z])(?:please|pls|but|and|so|just|oh|ok|okay"
+            r"|that)\s+)"
             rf"(?:don'?t|do\s+not|never)\s+(?:ever\s+)?{_EN_STORE_VERBS}(?![a-z])"
         ),
     ),
@@ -513,9 +647,26 @@ _REFUSAL_RULES: list[Rule] = [
         ),
     ),
     (
+        "refusal:rather-not",
+        _compile(
+            r"(?<![a-z])(?:i'?d|i\s+would)\s+(?:rather|prefer)\s+(?:(?:that\s+|if\s+)?you|it|this"
+            r"|that)\s+(?:not|didn'?t|don'?t|wasn'?t|weren'?t)\s+(?:be\s+)?(?:remember|save|store"
+            r"|record|keep|memori[sz]e|kept|saved|stored|recorded|remembered)"
+        ),
+    ),
+    (
+        "refusal:keep-out",
+        _compile(
+            r"(?<![a-z])(?:keep|leave)\s+(?:this|that|it)\s+out\s+of\s+(?:your\s+|my\s+|the\s+)?"
+            r"(?:long[\s-]?term\s+)?(?:memory|memories|notes|records?|files?|profile)"
+            r"|(?<![a-z])not\s+for\s+(?:your|the)\s+(?:notes|memory|memories|records?|files?)"
+        ),
+    ),
+    (
         "refusal:forget-that",
         _compile(
-            r"(?<![a-z])forget\s+(?:(?:that|what)\s+i\s+(?:just\s+)?(?:said|told\s+you|mentioned|wrote)"
+            r"(?<!don't\s)(?<!dont\s)(?<!do\snot\s)(?<!never\s)(?<!not\s)(?<!let\sme\s)"
+            r"(?<!to\s)(?<!i\s)(?<!i'll\s)(?<!won't\s)(?<![a-z])forget\s+(?:(?:that|what)\s+i\s+(?:just\s+)?(?:said|told\s+you|mentioned|wrote)"
             r"|i\s+said\s+(?:that|this|it)|about\s+(?:that|this|it)|this|that|it)(?![a-z])"
         ),
     ),
@@ -537,12 +688,14 @@ _REFUSAL_RULES: list[Rule] = [
         "refusal:zh-dont-remember",
         _compile(
             r"(?<!我)(?:不要|别|不用|不必|不需要|无须|毋须|请勿|勿|不准|不许)再?(?:帮我|替我|给我)?"
-            r"(?:记住|记得|记下|记录|记|存|保存|储存|写进|写入|放进|加进|加入)"
+            r"(?:记住|记得|记下|记录|记|存|保存|储存|写进|写入|放进|加进|加入|留[着著]|留下|留存|保留)"
         ),
     ),
     (
         "refusal:zh-dont-want-stored",
-        _compile(r"不(?:希望|想|要|想要)(?:你|memora|助理|助手|它)再?(?:记|存|保存|记录)"),
+        _compile(
+            r"不(?:希望|想|要|想要)(?:让|被)?(?:你|memora|助理|助手|它)再?(?:记|存|保存|记录|留)"
+        ),
     ),
     (
         "refusal:zh-forget-that",
@@ -588,12 +741,27 @@ _STOPWORDS = _word_set("""
 """)
 """English stopwords plus the framing words an extractor adds ("user", ...)."""
 _FRAMING_VERBS = frozenset(
-    _STEMMER.stemWord(w) for w in _word_set("prefer like love want wish plan")
+    _STEMMER.stemWord(w)
+    for w in _word_set("prefer like love want wish plan dislike hate enjoy need favour favor")
 )
 """Stems that phrase a preference; ignored when measuring support ("prefers" vs "like")."""
 _EN_TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _YEAR_RE = re.compile(r"(?:19|20)\d\d")
-_ZH_FRAMING_RE = re.compile(r"使用者|用户|该用户|这位使用者|学习者|我|你|他|她")
+_ZH_FRAMING_RE = re.compile(
+    r"使用者|用户|该用户|这位使用者|学习者|我|你|他|她|偏好|喜欢|希望|想要|讨厌|不喜欢|打算|计划"
+)
+_ZH_SYNONYMS = (
+    ("爸妈", "父母"),
+    ("爸爸", "父亲"),
+    ("老爸", "父亲"),
+    ("妈妈", "母亲"),
+    ("老妈", "母亲"),
+    ("老婆", "妻子"),
+    ("太太", "妻子"),
+    ("老公", "丈夫"),
+    ("使用", "用"),
+)
+"""Everyday and formal words for the same thing (an extractor writes 父母 for 爸媽)."""
 _ZH_PARTICLES = frozenset("的了是在和与及也都很吗呢吧啊呀要会把被就还又")
 
 
@@ -606,6 +774,8 @@ def _english_tokens(text: str) -> list[str]:
 def _cjk_runs(text: str) -> list[str]:
     """Chinese runs of normalised text with framing words and particles cut out."""
     text = _ZH_FRAMING_RE.sub(" ", text)
+    for word, canonical in _ZH_SYNONYMS:
+        text = text.replace(word, canonical)
     text = "".join(" " if ch in _ZH_PARTICLES else ch for ch in text)
     return re.findall(f"[{_CJK}]+", text)
 
@@ -643,17 +813,126 @@ def support_ratio(content: str, user_message: str) -> float | None:
     candidate_tokens = _support_tokens(content_n)
     if not candidate_tokens:
         return None
-    return len(candidate_tokens & _support_tokens(message_n)) / len(candidate_tokens)
+    message_tokens = _support_tokens(message_n)
+    supported = sum(1 for token in candidate_tokens if _token_supported(token, message_tokens))
+    return supported / len(candidate_tokens)
 
 
-def _check_assistant_generated(candidate: MemoryCandidate) -> str | None:
-    """Attribution to the assistant, or too little support in the user's message."""
-    rule = _first_match(_normalise(candidate.content), _ASSISTANT_RULES)
-    if rule or candidate.user_message is None:
-        return rule
-    ratio = support_ratio(candidate.content, candidate.user_message)
+_MIN_SHARED_PREFIX = 4
+
+
+def _token_supported(token: str, message_tokens: set[str]) -> bool:
+    """The token occurs in the message, or (English) one word shortens the other ("intro")."""
+    if token in message_tokens:
+        return True
+    if not token.isascii() or len(token) < _MIN_SHARED_PREFIX:
+        return False
+    return any(
+        other.isascii()
+        and len(other) >= _MIN_SHARED_PREFIX
+        and (token.startswith(other) or other.startswith(token))
+        for other in message_tokens
+    )
+
+
+def _check_assistant_attribution(candidate: MemoryCandidate) -> str | None:
+    """The candidate says the assistant suggested, said or decided it."""
+    return _first_match(_normalise(candidate.content), _ASSISTANT_RULES)
+
+
+_NUMBER_WORDS = {
+    word: n
+    for n, word in enumerate(
+        ("zero", "one", "two", "three", "four", "five", "six")
+        + ("seven", "eight", "nine", "ten", "eleven", "twelve")
+    )
+}
+_ZH_NUMERALS = dict(
+    zip("零一二两三四五六七八九十", (0, 1, 2, 2, 3, 4, 5, 6, 7, 8, 9, 10), strict=True)
+)
+_SPECIFIC_RE = re.compile(r"\d+(?:[.,]\d+)*|(?<![A-Za-z])[A-Z][A-Za-z0-9]*[a-z0-9][A-Za-z0-9]*")
+"""Numbers and capitalised names (``Mochi``, ``A7C``): the details an assistant makes up."""
+
+
+def _numbers_said(text: str) -> set[str]:
+    """Digit strings of ``text`` plus the numbers it spells out (two, 两, 十)."""
+    said = {m.replace(",", "") for m in re.findall(r"\d+(?:[.,]\d+)*", text)}
+    said.update(str(n) for w, n in _NUMBER_WORDS.items() if re.search(rf"\b{w}\b", text))
+    said.update(str(n) for ch, n in _ZH_NUMERALS.items() if ch in text)
+    return said
+
+
+def _unsupported_specific(content: str, user_message: str) -> bool:
+    """True if the candidate names a number or a capitalised name the user never wrote.
+
+    Years are skipped (a relative date is resolved to one), as is the first word of each
+    sentence (capitalised by grammar) and the framing word "User".
+    """
+    message = unicodedata.normalize("NFKC", user_message)
+    message_lower = message.lower()
+    numbers = _numbers_said(message_lower)
+    stems = {_STEMMER.stemWord(t) for t in _EN_TOKEN_RE.findall(message_lower)}
+    text = unicodedata.normalize("NFKC", content)
+    for match in _SPECIFIC_RE.finditer(text):
+        token = match.group()
+        before = text[: match.start()].rstrip()
+        if token[0].isdigit():
+            value = token.replace(",", "")
+            if _YEAR_RE.fullmatch(value) or value in numbers:
+                continue
+            return True
+        if not before or before[-1] in ".!?;:。！？；：" or token.lower() in {"user", "users"}:
+            continue
+        lower = token.lower()
+        if lower in message_lower or _STEMMER.stemWord(lower) in stems:
+            continue
+        return True
+    return False
+
+
+_CHOICE_RE = _compile(
+    r"(?<![a-z])(?:or|vs\.?|versus|between|compare|comparing|recommend|suggest|should\s+i)(?![a-z])"
+    r"|还是|或是|或者|哪(?:个|一个|种|款|家|本)|比较|对比|推荐|建议|该不该|要不要|[?？]|吗"
+)
+"""The user weighs options or asks for advice."""
+_DECISION_RE = _compile(
+    r"(?<![a-z])(?:decided|decides|chose|chosen|chooses|picked|selected|opted|went\s+with|bought"
+    r"|purchased|ordered|booked|signed\s+up|owns|settled\s+on)(?![a-z])"
+    r"|决定|选择了?|选了|买了|购买了?|订了|报名了|入手|是.{0,6}的忠实"
+)
+"""A decision or purchase asserted by the candidate."""
+
+
+def _check_assistant_support(candidate: MemoryCandidate) -> str | None:
+    """The user's message does not support the candidate.
+
+    Three lexical signs: too few of the candidate's content words occur in the message;
+    the candidate names a number or capitalised name the user never wrote; or the user
+    weighed options (a question, "X or Y", 还是) and the candidate states a decision.
+    """
+    if candidate.user_message is None:
+        return None
+    content, message = candidate.content, candidate.user_message
+    ratio = support_ratio(content, message)
     if ratio is not None and ratio < SUPPORT_THRESHOLD:
         return "assistant:low-support"
+    if _mostly_chinese(_normalise(content)) != _mostly_chinese(_normalise(message)):
+        # Written in another script: names are translated, but numbers stay numbers.
+        said = _numbers_said(unicodedata.normalize("NFKC", message).lower())
+        for number in re.findall(r"\d+(?:[.,]\d+)*", unicodedata.normalize("NFKC", content)):
+            value = number.replace(",", "")
+            if not _YEAR_RE.fullmatch(value) and value not in said:
+                return "assistant:unsupported-detail"
+        return None
+    if _unsupported_specific(content, message):
+        return "assistant:unsupported-detail"
+    message_n, content_n = _normalise(message), _normalise(content)
+    if (
+        _CHOICE_RE.search(message_n)
+        and _DECISION_RE.search(content_n)
+        and not _DECISION_RE.search(message_n)
+    ):
+        return "assistant:unmade-choice"
     return None
 
 
@@ -716,6 +995,57 @@ _EPHEMERAL_RULES: list[Rule] = [
     ),
     ("ephemeral:zh-for-now", _compile(r"暂时|目前先|先这样|今天(?:先|就|只|请|用|帮)|只限今天")),
     ("ephemeral:zh-same-day-event", _compile(rf"{_ZH_TODAY}[^,。!?]{{0,10}}?{_ZH_EVENT}")),
+    (
+        "ephemeral:this-item",
+        _compile(
+            r"(?<![a-z])(?:for|in|with)\s+this\s+(?:[a-z]+\s+)?(?:letter|email|e-mail|essay|message"
+            r"|post|document|doc|draft|report|translation|list|table|summary|paragraph|sentence"
+            r"|script|function|homework|assignment|sheet|slide|slides|page)(?![a-z])"
+            r"|(?<![a-z])(?:make|do|write|format|turn)\s+this\s+one(?![a-z])"
+        ),
+    ),
+    (
+        "ephemeral:at-the-moment",
+        _compile(
+            r"(?<![a-z])(?:at\s+the\s+moment|while\s+we\s+(?:chat|talk|speak)|as\s+we\s+speak"
+            r"|at\s+this\s+moment)(?![a-z])"
+        ),
+    ),
+    (
+        "ephemeral:doing-now",
+        _compile(
+            r"(?<![a-z])(?:i'?m|i\s+am|(?:the\s+)?user\s+is|they\s+are|he\s+is|she\s+is)\s+"
+            r"(?:currently\s+|now\s+|just\s+|still\s+)?(?:sitting|waiting|eating|drinking|standing"
+            r"|lying|queu(?:e)?ing|stuck|heading|walking|driving|riding|boarding|having\s+(?:lunch"
+            r"|dinner|breakfast|a\s+(?:coffee|snack|break))|on\s+(?:the|a|my|their)\s+(?:bus|train"
+            r"|subway|metro|tube|way|plane|flight|break|lunch\s+break)|at\s+the\s+(?:airport"
+            r"|gate|station|bus\s+stop))(?![a-z])"
+        ),
+    ),
+    (
+        "ephemeral:state-now",
+        _compile(
+            r"(?<![a-z])(?:tired|sleepy|hungry|thirsty|busy|exhausted|bored|stressed|sick|hungover"
+            r"|in\s+a\s+(?:hurry|rush))\s+(?:today|tonight|right\s+now|now|this\s+(?:morning"
+            r"|afternoon|evening))(?![a-z])"
+            r"|(?<![a-z])(?:battery|charge)\s+(?:is\s+)?(?:at\s+\d+\s*%|(?:almost\s+|nearly\s+)?"
+            r"(?:low|dying|dead|empty|flat))"
+            r"|(?<![a-z])(?:it'?s|it\s+is)\s+(?:\w+\s+)?(?:raining|snowing|pouring|storming|hailing)"
+            r"(?![a-z])"
+        ),
+    ),
+    (
+        "ephemeral:zh-right-now",
+        _compile(
+            r"(?:现在|此刻|这会儿)(?:有点|好(?:饿|累|困|渴|忙|冷|热)|要去|正要)"
+            r"|(?:等一下|等下|待会儿?|一会儿|晚点)(?:要|就|得|还|有|去|会)"
+            r"|刚刚?(?:喝|吃|到|下班|起床|睡醒|回家|看完|洗完)"
+            r"|(?:正)?在(?:排队|等车|等公车|等公交|等人|等餐)"
+            r"|在(?:捷运|地铁|公车|公交|火车|高铁|飞机|车|路)上"
+            r"|(?:今晚|今天晚上|今天|今早)(?:要|在|得|又)?(?:加班|熬夜|值班)"
+            r"|这(?:封|篇|段|份|一段)(?:信|邮件|信件|文章|文字|报告|简历|履历|讯息|消息)"
+        ),
+    ),
 ]
 
 
@@ -726,12 +1056,24 @@ _GENERIC_WORDS = _word_set("""
     reply replies thing things stuff something anything everything nothing lot lots way ways
     info information help like likes liked prefer prefers want wants love loves enjoy enjoys
     really much many well one ones kind sort
+    say says said tell tells told mention mentions mentioned think thinks thought feel feels
+    felt find finds found know knows knew accept accepts accepted care cares cared do does did
+    doing done get gets got have has had thing's opinion opinions thoughts idea ideas feeling
+    feelings view views interesting cool fun complicated different differently usual same
+    sometimes someone somebody people others day days time times stuff whatever maybe
 """)
+"""Words that carry no fact of their own ("User said ok", "User has opinions")."""
 _ZH_GENERIC_RE = re.compile(
     r"喜欢|偏好|想要|希望|好的|很好|好|不错|有用|回答|回复|答案|东西|事情|事|一些|这个|那个|这件|那件"
     r"|某些|什么|一切|所有"
+    r"|觉得|感觉|认为|表示|说过|说|还好|还行|还可以|一般般|就那样|那样|这样|那种|这种|有趣|有意思"
+    r"|有道理|想法|看法|意见|有点|随便|无所谓|看情况|情况|某人|某个|有人|又来了|来了|最近|怎么说"
+    r"|就是|总之|反正|嗯|蛮|挺|真的"
 )
 _MIN_CONTENT_UNITS = 2
+_MIN_INFORMATIVE_CJK = 2
+_FRAMED_RE = re.compile(r"(?<![a-z])(?:user'?s?|i|i'm|my)(?![a-z])|使用者|用户|我")
+"""A subject frame: with one, a single informative word is a whole fact ("User is vegan")."""
 
 
 def _check_too_vague(content: str) -> str | None:
@@ -746,11 +1088,14 @@ def _check_too_vague(content: str) -> str | None:
     text = _normalise(content)
     words = _english_tokens(text)
     cjk_chars = len(_CJK_RE.findall(text))
-    if len(words) + cjk_chars / 2 < _MIN_CONTENT_UNITS:
-        return "vague:too-short"
     informative_words = [w for w in words if w not in _GENERIC_WORDS]
     informative_cjk = "".join(_cjk_runs(_ZH_GENERIC_RE.sub(" ", text)))
-    if not informative_words and not informative_cjk:
+    units = len(words) + cjk_chars / 2
+    if units < _MIN_CONTENT_UNITS and not (
+        units >= 1 and informative_words and _FRAMED_RE.search(text)
+    ):
+        return "vague:too-short"
+    if not informative_words and len(informative_cjk) < _MIN_INFORMATIVE_CJK:
         return "vague:no-content-words"
     return None
 
@@ -793,9 +1138,10 @@ _HARD_RULES: tuple[tuple[RejectionReason, Callable[[MemoryCandidate], str | None
     (RejectionReason.SENSITIVE_DATA, _check_sensitive),
     (RejectionReason.INSTRUCTION_LIKE, _check_instruction_like),
     (RejectionReason.USER_REFUSED, _check_user_refused),
-    (RejectionReason.ASSISTANT_GENERATED, _check_assistant_generated),
+    (RejectionReason.ASSISTANT_GENERATED, _check_assistant_attribution),
     (RejectionReason.EPHEMERAL, _check_ephemeral),
     (RejectionReason.TOO_VAGUE, _check_vague_candidate),
+    (RejectionReason.ASSISTANT_GENERATED, _check_assistant_support),
 )
 """The hard rules in their fixed order; the first that fires decides the reason."""
 

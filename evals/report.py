@@ -1,0 +1,415 @@
+"""`memora eval all`: run every suite, then write report.md and PNG plots.
+
+Each suite runs as its own `memora eval … --json` process, exactly as a person
+would run it, so the report shows the figures those commands print.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+KS = (1, 5, 10, 25, 50)
+CATEGORIES = ("overall", "multi-hop", "temporal", "open-domain", "single-hop")
+UPDATE_FIELDS = (
+    "update_win",
+    "answer@1",
+    "stale@5",
+    "collateral_per_row",
+    "contradiction_rate",
+    "staleness_rate",
+)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """One evaluation command and where its data comes from."""
+
+    name: str
+    args: list[str]
+
+
+def suites(bench: Path, selection: Path, sizes: str, peers: bool) -> list[Suite]:
+    """The commands `eval all` runs, in order."""
+    peer_flag = ["--peers"] if peers else []
+    return [
+        Suite(
+            "locomo", ["locomo", "--data", str(bench / "locomo" / "locomo_dev.json"), *peer_flag]
+        ),
+        Suite(
+            "update",
+            [
+                "update",
+                "--data",
+                str(bench / "letta_update" / "core_memory_update_dev.jsonl"),
+                *peer_flag,
+            ],
+        ),
+        Suite("selection", ["selection", "--data", str(selection)]),
+        Suite("agent", ["agent", "--data", str(bench / "goodai_ltm")]),
+        Suite("scale", ["scale", "--sizes", sizes, *peer_flag]),
+    ]
+
+
+def run_suite(suite: Suite) -> dict[str, Any]:
+    """Run one `memora eval` command with --json; a failure becomes an error entry."""
+    command = [sys.executable, "-m", "memora", "eval", *suite.args, "--json"]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"`memora eval {' '.join(suite.args)}` failed: {last}", "seconds": seconds}
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["seconds"] = seconds
+    return dict(result)
+
+
+def _systems(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        name: value
+        for name, value in result.items()
+        if isinstance(value, dict) and name != "seconds"
+    }
+
+
+def plot_recall(result: dict[str, Any], out: Path) -> Path | None:
+    """Recall@k curves, one panel per category, one line per system."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    systems = {n: v for n, v in _systems(result).items() if "overall" in v}
+    if not systems:
+        return None
+    figure, axes = plt.subplots(1, len(CATEGORIES), figsize=(4 * len(CATEGORIES), 3.6), sharey=True)
+    for axis, category in zip(axes, CATEGORIES, strict=True):
+        for name, value in systems.items():
+            recalls = (
+                value["overall"] if category == "overall" else value["by_category"].get(category)
+            )
+            if recalls:
+                axis.plot(KS, [recalls[f"recall@{k}"] for k in KS], marker="o", label=name)
+        axis.set_title(category)
+        axis.set_xscale("log")
+        axis.set_xticks(KS, [str(k) for k in KS])
+        axis.set_xlabel("k")
+        axis.grid(alpha=0.3)
+    axes[0].set_ylabel("recall@k")
+    axes[0].legend()
+    figure.suptitle("LoCoMo retrieval, recall@k by category")
+    figure.tight_layout()
+    path = out / "locomo_recall.png"
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def plot_scale(result: dict[str, Any], out: Path) -> Path | None:
+    """Search and write-path p95 against store size, one line per system."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    systems = {n: v for n, v in _systems(result).items() if "sizes" in v}
+    if not systems:
+        return None
+    figure, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for name, value in systems.items():
+        sizes = sorted(value["sizes"], key=int)
+        xs = [int(size) for size in sizes]
+        for axis, field in zip(axes, ("search_ms", "write_ms"), strict=True):
+            ys = [value["sizes"][size].get(field, {}).get("p95") for size in sizes]
+            points = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None]
+            if points:
+                axis.plot(*zip(*points, strict=True), marker="o", label=name)
+    for axis, title in zip(axes, ("search p95 (ms)", "write path p95 (ms)"), strict=True):
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xlabel("memories in the store")
+        axis.set_title(title)
+        axis.grid(alpha=0.3)
+        axis.legend()
+    figure.tight_layout()
+    path = out / "scale_latency.png"
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def plot_update(result: dict[str, Any], out: Path) -> Path | None:
+    """Grouped bars of the update metrics, one group per metric, one bar per system."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    systems = {n: v for n, v in _systems(result).items() if "update_win" in v}
+    if not systems:
+        return None
+    fields = [f for f in UPDATE_FIELDS if any(f in v for v in systems.values())]
+    figure, axis = plt.subplots(figsize=(9, 3.8))
+    width = 0.8 / len(systems)
+    for index, (name, value) in enumerate(systems.items()):
+        xs = [f + index * width for f in range(len(fields))]
+        axis.bar(xs, [float(value.get(f, 0.0)) for f in fields], width, label=name)
+    axis.set_xticks([f + 0.4 - width / 2 for f in range(len(fields))], fields)
+    axis.set_ylim(0, 1)
+    axis.set_title("Fact updates (Letta dev set); higher is better for the first two")
+    axis.legend()
+    figure.tight_layout()
+    path = out / "update_metrics.png"
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    if isinstance(value, dict) and "p50" in value:
+        return f"{value['p50']:.1f} / {value['p95']:.1f}"
+    return str(value)
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(_fmt(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _errors(result: dict[str, Any]) -> list[str]:
+    lines = []
+    if "error" in result:
+        lines.append(f"- suite failed: {result['error']}")
+    for name, value in _systems(result).items():
+        if "error" in value:
+            lines.append(f"- {name}: {value['error']}")
+    return lines
+
+
+def _locomo_section(result: dict[str, Any]) -> list[str]:
+    rows = []
+    for name, value in _systems(result).items():
+        if "overall" in value:
+            rows.append(
+                [
+                    name,
+                    *[value["overall"][f"recall@{k}"] for k in KS],
+                    value.get("search_ms", {}),
+                    value.get("ingest_per_s", ""),
+                ]
+            )
+    section = [
+        "## LoCoMo retrieval",
+        "",
+        _table(["system", *[f"R@{k}" for k in KS], "search ms p50 / p95", "ingest/s"], rows),
+        "",
+    ]
+    extra = [
+        [
+            name,
+            value.get("precision@10", ""),
+            value.get("context_tokens", ""),
+            value.get("cost_per_useful_recall", ""),
+        ]
+        for name, value in _systems(result).items()
+        if "overall" in value
+    ]
+    if any(row[1] != "" for row in extra):
+        section += [
+            _table(
+                [
+                    "system",
+                    "precision@10",
+                    "context tokens / query",
+                    "tokens per retrieved evidence turn",
+                ],
+                extra,
+            ),
+            "",
+        ]
+    return section + ["![recall@k](locomo_recall.png)", ""]
+
+
+def _update_section(result: dict[str, Any]) -> list[str]:
+    systems = {n: v for n, v in _systems(result).items() if "update_win" in v}
+    fields = [f for f in UPDATE_FIELDS if any(f in v for v in systems.values())]
+    rows = [[name, *[value.get(f, "") for f in fields]] for name, value in systems.items()]
+    return [
+        "## Fact updates (Letta)",
+        "",
+        _table(["system", *fields], rows),
+        "",
+        "![update metrics](update_metrics.png)",
+        "",
+    ]
+
+
+def _selection_section(result: dict[str, Any]) -> list[str]:
+    value = result.get("memora", {})
+    if "precision" not in value:
+        return ["## Selection", ""]
+    rows = [
+        [reason, json.dumps(counts, ensure_ascii=False)]
+        for reason, counts in value.get("by_reason", {}).items()
+    ]
+    return [
+        "## Selection (policy gate)",
+        "",
+        _table(
+            ["precision", "recall", "sensitive stored", "items"],
+            [
+                [
+                    value["precision"],
+                    value["recall"],
+                    value["sensitive_stored"],
+                    value.get("items", ""),
+                ]
+            ],
+        ),
+        "",
+        _table(["true reason", "outcome counts"], rows),
+        "",
+    ]
+
+
+def _agent_section(result: dict[str, Any]) -> list[str]:
+    value = result.get("memora", {})
+    rows = []
+    for name, suite in value.items():
+        if isinstance(suite, dict):
+            if "skipped" in suite:
+                rows.append([name, "skipped", suite.get("total", ""), suite["skipped"]])
+            else:
+                rows.append([name, suite.get("pass_rate", ""), suite.get("total", ""), ""])
+    return [
+        "## Whole agent (GoodAI scripts, offline model)",
+        "",
+        _table(["test", "pass rate", "definitions", "note"], rows),
+        "",
+    ]
+
+
+def _scale_section(result: dict[str, Any]) -> list[str]:
+    rows = []
+    for name, value in _systems(result).items():
+        for size, figures in sorted(value.get("sizes", {}).items(), key=lambda i: int(i[0])):
+            rows.append(
+                [
+                    name,
+                    size,
+                    figures.get("search_ms", {}),
+                    figures.get("write_ms", {}),
+                    figures.get("ingest_per_s", ""),
+                    figures.get("rss_mb", ""),
+                    figures.get("disk_mb", ""),
+                ]
+            )
+    notes = [f"- {value['note']}" for value in _systems(result).values() if "note" in value]
+    return [
+        "## Scale",
+        "",
+        _table(
+            [
+                "system",
+                "memories",
+                "search ms p50 / p95",
+                "write ms p50 / p95",
+                "ingest/s",
+                "RSS MB",
+                "disk MB",
+            ],
+            rows,
+        ),
+        "",
+        *notes,
+        "",
+        "![latency vs store size](scale_latency.png)",
+        "",
+    ]
+
+
+def write_report(results: dict[str, dict[str, Any]], out: Path, command: str) -> Path:
+    """Write report.md and the plots into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    plot_recall(results.get("locomo", {}), out)
+    plot_update(results.get("update", {}), out)
+    plot_scale(results.get("scale", {}), out)
+    lines = [
+        "# Memora evaluation report",
+        "",
+        f"Produced by `{command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; every figure "
+        "below is what that run measured on this machine, offline.",
+        "",
+    ]
+    lines += _locomo_section(results.get("locomo", {}))
+    lines += _update_section(results.get("update", {}))
+    lines += _selection_section(results.get("selection", {}))
+    lines += _agent_section(results.get("agent", {}))
+    lines += _scale_section(results.get("scale", {}))
+    problems = [line for result in results.values() for line in _errors(result)]
+    if problems:
+        lines += ["## What could not run", "", *problems, ""]
+    timings = [f"- {name}: {result.get('seconds', 0):.0f} s" for name, result in results.items()]
+    lines += ["## Run time", "", *timings, ""]
+    (out / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+    path = out / "report.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def run_all(
+    bench: Path,
+    selection: Path,
+    out: Path,
+    sizes: str,
+    peers: bool,
+    command: str,
+    progress: Callable[[str], None] | None = None,
+) -> Path:
+    """Run every suite and write the report; returns the report's path."""
+    results: dict[str, dict[str, Any]] = {}
+    for suite in suites(bench, selection, sizes, peers):
+        if progress:
+            progress(suite.name)
+        results[suite.name] = run_suite(suite)
+    return write_report(results, out, command)
+
+
+def _register() -> None:
+    from memora.cli import console, eval_app
+
+    @eval_app.command("all")
+    def eval_all(
+        out: Annotated[Path, typer.Option(help="Where report.md goes.")] = Path("docs/report"),
+        bench: Annotated[Path, typer.Option(help="Benchmark data.")] = Path("../shared/bench"),
+        selection: Annotated[Path, typer.Option(help="Labelled selection set.")] = Path(
+            "tests/data/selection.jsonl"
+        ),
+        sizes: Annotated[str, typer.Option(help="Scale store sizes.")] = "1000,10000,100000",
+        peers: Annotated[bool, typer.Option(help="Also run mem0 and LangGraph's store.")] = True,
+    ) -> None:
+        """Run every suite (with peers) and write report.md plus PNG plots to OUT."""
+        command = "memora eval all " + " ".join(sys.argv[3:])
+        started = time.perf_counter()
+
+        def show(name: str) -> None:
+            console.print(f"[{time.perf_counter() - started:6.0f} s] running {name} …")
+
+        path = run_all(bench, selection, out, sizes, peers, command.strip(), show)
+        console.print(f"report written to {path}")
+
+
+_register()
