@@ -146,11 +146,15 @@ def eval_locomo(
         "search p50 ms",
         "search p95 ms",
         "ingest memories/s",
-        title="LoCoMo, search latency and ingest rate",
+        "P@5",
+        "P@10",
+        "tokens injected/query",
+        "tokens per evidence turn",
+        title="LoCoMo: latency, ingest, precision, and the cost of what the agent injects (top 5)",
     )
     for name, result in results.items():
         if "error" in result:
-            speed.add_row(name, f"cannot run: {result['error']}", "", "", "", "")
+            speed.add_row(name, f"cannot run: {result['error']}", *[""] * 8)
             continue
         speed.add_row(
             name,
@@ -159,6 +163,10 @@ def eval_locomo(
             f"{result['search_ms']['p50']:.1f}",
             f"{result['search_ms']['p95']:.1f}",
             f"{result['ingest_per_s']:.0f}",
+            f"{result['precision']['precision@5']:.3f}",
+            f"{result['precision']['precision@10']:.3f}",
+            f"{result['context_tokens']:.0f}",
+            f"{result['cost_per_useful_recall']:.0f}",
         )
     console.print(speed)
     _notes(results)
@@ -182,19 +190,23 @@ def eval_update(
         "answer@1",
         "stale@5",
         "collateral/row",
+        "contradiction rate",
+        "staleness rate",
         title=f"Fact updates, {data.name} ({results['memora']['rows']} rows)",
+    )
+    fields = (
+        "update_win",
+        "answer@1",
+        "stale@5",
+        "collateral_per_row",
+        "contradiction_rate",
+        "staleness_rate",
     )
     for name, result in results.items():
         if "error" in result:
-            table.add_row(name, f"cannot run: {result['error']}", "", "", "")
+            table.add_row(name, f"cannot run: {result['error']}", *[""] * (len(fields) - 1))
             continue
-        table.add_row(
-            name,
-            *[
-                f"{result[key]:.3f}"
-                for key in ("update_win", "answer@1", "stale@5", "collateral_per_row")
-            ],
-        )
+        table.add_row(name, *[f"{result[key]:.3f}" for key in fields])
     console.print(table)
     if "error" not in results.get("mem0", {"error": ""}):
         console.print(

@@ -14,8 +14,11 @@ from typing import Any
 
 from evals.common import percentile_ms
 from evals.peers import Item, MemorySystem
+from memora.embeddings import estimate_tokens
 
 KS = (1, 5, 10, 25, 50)
+INJECTED = 5
+"""Memories one search_memory call gives the agent (the default retrieval limit)."""
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _EVIDENCE = re.compile(r"D\d+:\d+")
 
@@ -110,16 +113,26 @@ def run_locomo(
         ingest_seconds += time.perf_counter() - started
         ingested += len(conversation.items)
     questions = [q for c in conversations for q in c.questions]
+    text_of = {(c.user_id, item.key): item.text for c in conversations for item in c.items}
     recalls: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    precisions: dict[int, list[float]] = defaultdict(list)
+    injected_tokens: list[int] = []
+    useful_turns = 0
     latencies: list[float] = []
     for number, question in enumerate(questions, start=1):
         started = time.perf_counter()
         ranked = system.search(question.user_id, question.text, max(KS), question.now)
         latencies.append(time.perf_counter() - started)
         for k in KS:
-            found = len(question.evidence & set(ranked[:k])) / len(question.evidence)
-            recalls[question.category][k].append(found)
-            recalls["overall"][k].append(found)
+            hits = len(question.evidence & set(ranked[:k]))
+            recalls[question.category][k].append(hits / len(question.evidence))
+            recalls["overall"][k].append(hits / len(question.evidence))
+            precisions[k].append(hits / k)
+        injected = ranked[:INJECTED]
+        injected_tokens.append(
+            estimate_tokens([text_of.get((question.user_id, key), "") for key in injected])
+        )
+        useful_turns += len(question.evidence & set(injected))
         if progress:
             progress(number, len(questions))
 
@@ -131,6 +144,11 @@ def run_locomo(
         "by_category": {
             name: means(recalls[name]) for name in CATEGORIES.values() if name in recalls
         },
+        "precision": {f"precision@{k}": sum(v) / len(v) for k, v in sorted(precisions.items())},
+        "context_tokens": sum(injected_tokens) / len(injected_tokens) if injected_tokens else 0.0,
+        "cost_per_useful_recall": (
+            sum(injected_tokens) / useful_turns if useful_turns else float("inf")
+        ),
         "questions": len(questions),
         "search_ms": {"p50": percentile_ms(latencies, 50), "p95": percentile_ms(latencies, 95)},
         "ingest_per_s": ingested / ingest_seconds if ingest_seconds else 0.0,

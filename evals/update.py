@@ -24,7 +24,12 @@ def _strip_quotes(text: str) -> str:
 
 
 def score_row(system: MemorySystem, row: dict[str, Any], user_id: str) -> dict[str, float]:
-    """Remember the facts, then the contradiction, then query; return the row's figures."""
+    """Remember the facts, then the contradiction, then query; return the row's figures.
+
+    contradiction_rate: the top 5 holds both the new fact and a fact it contradicts.
+    staleness_rate: the share of the top 5 that is outdated: a fact the data says was
+    contradicted, or one the system itself no longer holds as current.
+    """
     extra = row["agent_args"]["extra"]
     facts: list[str] = extra["facts"]
     contradicted_idx = extra["supporting_fact_indices"]
@@ -52,11 +57,16 @@ def score_row(system: MemorySystem, row: dict[str, Any], user_id: str) -> dict[s
             continue
         if key is None or system.content(user_id, key) is None:
             collateral += 1
+    outdated = [
+        key for key in ranked if key in contradicted or system.content(user_id, key) is None
+    ]
     return {
         "update_win": float(update_win),
         "answer@1": float(answer_at_1),
         "stale@5": float(bool(stale_ranks)),
         "collateral_per_row": float(collateral),
+        "contradiction_rate": float(new_rank is not None and bool(stale_ranks)),
+        "staleness_rate": len(outdated) / len(ranked) if ranked else 0.0,
     }
 
 
