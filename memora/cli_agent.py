@@ -6,6 +6,7 @@ The top floor: this module drives the graph (imports run CLI → graph → nodes
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import tempfile
 import uuid
@@ -351,16 +352,13 @@ def demo(
     """Run the seed scenarios offline, printing the agent trace and the memory table."""
     from memora.api import shared_memora
     from memora.chat_models import describe_model
-    from memora.config import load_settings
 
     with tempfile.TemporaryDirectory(prefix="memora-demo-") as tmp:
         root = data_dir or Path(tmp)
-        settings = load_settings(data_dir=root)
-        get_settings.cache_clear()
-        import os
-
+        # The graph's nodes read the process settings: point them at the demo store.
         os.environ["MEMORA_DATA_DIR"] = str(root)
-        console.print(f"Model: {describe_model(settings)}; data dir: {root}")
+        get_settings.cache_clear()
+        console.print(f"Model: {describe_model(get_settings())}; data dir: {root}")
 
         def ask(request: dict[str, Any]) -> Any:
             if yes or no:

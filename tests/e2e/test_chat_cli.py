@@ -120,3 +120,34 @@ def test_demo_runs_the_seed_scenarios_offline(tmp_path: Path, flag: str, kept: b
     table = out.split("memories of demo")[-1]
     assert ("IELTS" in table) is kept
     assert "123456" not in table
+
+
+def test_chat_with_a_corrupt_or_unwritable_store_says_one_line(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "checkpoints.sqlite").write_bytes(b"this is not a database" * 100)
+    corrupt = subprocess.run(
+        [MEMORA, "chat"],
+        env=_env(data),
+        capture_output=True,
+        text=True,
+        input="hello\n/exit\n",
+        timeout=120,
+    )
+    assert corrupt.returncode == 2
+    assert "Traceback" not in corrupt.stderr
+    assert "corrupt" in corrupt.stderr and len(corrupt.stderr.strip().splitlines()) == 1
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    unwritable = subprocess.run(
+        [MEMORA, "chat"],
+        env=_env(blocker / "data"),
+        capture_output=True,
+        text=True,
+        input="hello\n",
+        timeout=120,
+    )
+    assert unwritable.returncode == 2
+    assert "Traceback" not in unwritable.stderr
+    assert "a-file" in unwritable.stderr
