@@ -20,6 +20,8 @@ import typer
 
 KS = (1, 5, 10, 25, 50)
 CATEGORIES = ("overall", "multi-hop", "temporal", "open-domain", "single-hop")
+_STYLES = ("-", "--", ":", "-.")
+"""Line styles per system, so systems with identical figures stay visible."""
 UPDATE_FIELDS = (
     "update_win",
     "answer@1",
@@ -94,12 +96,12 @@ def plot_recall(result: dict[str, Any], out: Path) -> Path | None:
         return None
     figure, axes = plt.subplots(1, len(CATEGORIES), figsize=(4 * len(CATEGORIES), 3.6), sharey=True)
     for axis, category in zip(axes, CATEGORIES, strict=True):
-        for name, value in systems.items():
+        for (name, value), style in zip(systems.items(), _STYLES, strict=False):
             recalls = (
                 value["overall"] if category == "overall" else value["by_category"].get(category)
             )
             if recalls:
-                axis.plot(KS, [recalls[f"recall@{k}"] for k in KS], marker="o", label=name)
+                axis.plot(KS, [recalls[f"recall@{k}"] for k in KS], style, marker="o", label=name)
         axis.set_title(category)
         axis.set_xscale("log")
         axis.set_xticks(KS, [str(k) for k in KS])
@@ -177,7 +179,7 @@ def plot_update(result: dict[str, Any], out: Path) -> Path | None:
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
-        return f"{value:.3f}"
+        return f"{value:,.0f}" if value >= 100 else f"{value:.3f}" if value < 10 else f"{value:.1f}"
     if isinstance(value, dict) and "p50" in value:
         return f"{value['p50']:.1f} / {value['p95']:.1f}"
     return str(value)
@@ -261,26 +263,30 @@ def _selection_section(result: dict[str, Any]) -> list[str]:
     value = result.get("memora", {})
     if "precision" not in value:
         return ["## Selection", ""]
+    by_reason = value.get("by_reason", {})
+    predicted = sorted(
+        {key for counts in by_reason.values() for key in counts} - {"total", "stored"}
+    )
     rows = [
-        [reason, json.dumps(counts, ensure_ascii=False)]
-        for reason, counts in value.get("by_reason", {}).items()
+        [
+            reason,
+            counts.get("total", ""),
+            counts.get("stored", ""),
+            *[counts.get(p, 0) for p in predicted],
+        ]
+        for reason, counts in by_reason.items()
+    ]
+    summary = [
+        [value["precision"], value["recall"], value["sensitive_stored"], value.get("items", "")]
     ]
     return [
         "## Selection (policy gate)",
         "",
-        _table(
-            ["precision", "recall", "sensitive stored", "items"],
-            [
-                [
-                    value["precision"],
-                    value["recall"],
-                    value["sensitive_stored"],
-                    value.get("items", ""),
-                ]
-            ],
-        ),
+        _table(["precision", "recall", "sensitive stored", "items"], summary),
         "",
-        _table(["true reason", "outcome counts"], rows),
+        "Rows: the true label (`none` = should be stored); columns: what the gate did.",
+        "",
+        _table(["true reason", "total", "stored", *[f"rejected: {p}" for p in predicted]], rows),
         "",
     ]
 
@@ -317,28 +323,56 @@ def _scale_section(result: dict[str, Any]) -> list[str]:
                     figures.get("disk_mb", ""),
                 ]
             )
-    notes = [f"- {value['note']}" for value in _systems(result).values() if "note" in value]
+    notes = [
+        f"- {name}: {value['note']}" for name, value in _systems(result).items() if "note" in value
+    ]
+    headers = [
+        "system",
+        "memories",
+        "search ms p50 / p95",
+        "write ms p50 / p95",
+        "ingest/s",
+        "RSS MB",
+        "disk MB",
+    ]
     return [
         "## Scale",
         "",
-        _table(
-            [
-                "system",
-                "memories",
-                "search ms p50 / p95",
-                "write ms p50 / p95",
-                "ingest/s",
-                "RSS MB",
-                "disk MB",
-            ],
-            rows,
-        ),
+        _table(headers, rows),
         "",
         *notes,
+        "",
+        "How each figure grows from the smallest to the largest store (ratio):",
+        "",
+        _growth(result),
         "",
         "![latency vs store size](scale_latency.png)",
         "",
     ]
+
+
+def _growth(result: dict[str, Any]) -> str:
+    fields = [
+        ("search p95", "search_ms", "p95"),
+        ("write p95", "write_ms", "p95"),
+        ("ingest/s", "ingest_per_s", ""),
+        ("RSS", "rss_mb", ""),
+        ("disk", "disk_mb", ""),
+    ]
+    rows = []
+    for name, value in _systems(result).items():
+        sizes = sorted(value.get("sizes", {}), key=int)
+        if len(sizes) < 2:
+            continue
+        first, last = value["sizes"][sizes[0]], value["sizes"][sizes[-1]]
+        ratios: list[Any] = [f"{sizes[0]} → {sizes[-1]}"]
+        for _, field, part in fields:
+            a, b = first.get(field), last.get(field)
+            if part:
+                a, b = (a or {}).get(part), (b or {}).get(part)
+            ratios.append(f"{b / a:.1f}x" if a and b is not None else "—")
+        rows.append([name, *ratios])
+    return _table(["system", "sizes", *[label for label, _, _ in fields]], rows)
 
 
 def write_report(results: dict[str, dict[str, Any]], out: Path, command: str) -> Path:
@@ -359,6 +393,21 @@ def write_report(results: dict[str, dict[str, Any]], out: Path, command: str) ->
     lines += _selection_section(results.get("selection", {}))
     lines += _agent_section(results.get("agent", {}))
     lines += _scale_section(results.get("scale", {}))
+    lines += [
+        "## How to read this",
+        "",
+        "- All systems use the same embedding model (WordLlama, offline) on the same data.",
+        "- mem0 and LangGraph's store coincide on LoCoMo: offline, both are plain cosine search"
+        " over the same vectors (mem0's keyword and entity boosts need spaCy models).",
+        "- mem0 decides updates with an LLM; offline it runs `add(infer=False)`, which keeps"
+        " every fact, so its update figures are those of keeping both facts.",
+        "- The selection set (tests/data/selection.jsonl) was written for this project and the"
+        " policy rules were refined while measuring on it: treat its figures as development"
+        " figures; unseen data of the same kinds will score lower.",
+        "- LoCoMo and Letta figures are on the dev splits in ../shared/bench; thresholds were"
+        " chosen on halves or folds of them (README, Measured figures).",
+        "",
+    ]
     problems = [line for result in results.values() for line in _errors(result)]
     if problems:
         lines += ["## What could not run", "", *problems, ""]
