@@ -222,20 +222,22 @@ def _locomo_section(result: dict[str, Any]) -> list[str]:
     extra = [
         [
             name,
-            value.get("precision@10", ""),
+            value.get("precision", {}).get("precision@5", ""),
+            value.get("precision", {}).get("precision@10", ""),
             value.get("context_tokens", ""),
             value.get("cost_per_useful_recall", ""),
         ]
         for name, value in _systems(result).items()
         if "overall" in value
     ]
-    if any(row[1] != "" for row in extra):
+    if any(row[1] != "" for row in extra):  # older results lack these fields
         section += [
             _table(
                 [
                     "system",
+                    "precision@5",
                     "precision@10",
-                    "context tokens / query",
+                    "context tokens / query (top 5)",
                     "tokens per retrieved evidence turn",
                 ],
                 extra,
