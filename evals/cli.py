@@ -14,6 +14,7 @@ from rich.table import Table
 
 from evals.common import scratch_memora
 from evals.locomo import KS, run_locomo
+from evals.update import FIELDS as UPDATE_FIELDS
 from evals.update import run_update
 from memora.cli import console, eval_app
 
@@ -194,14 +195,7 @@ def eval_update(
         "staleness rate",
         title=f"Fact updates, {data.name} ({results['memora']['rows']} rows)",
     )
-    fields = (
-        "update_win",
-        "answer@1",
-        "stale@5",
-        "collateral_per_row",
-        "contradiction_rate",
-        "staleness_rate",
-    )
+    fields = UPDATE_FIELDS
     for name, result in results.items():
         if "error" in result:
             table.add_row(name, f"cannot run: {result['error']}", *[""] * (len(fields) - 1))

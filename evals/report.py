@@ -18,18 +18,13 @@ from typing import Annotated, Any
 
 import typer
 
+from evals.update import FIELDS
+
 KS = (1, 5, 10, 25, 50)
 CATEGORIES = ("overall", "multi-hop", "temporal", "open-domain", "single-hop")
 _STYLES = ("-", "--", ":", "-.")
 """Line styles per system, so systems with identical figures stay visible."""
-UPDATE_FIELDS = (
-    "update_win",
-    "answer@1",
-    "stale@5",
-    "collateral_per_row",
-    "contradiction_rate",
-    "staleness_rate",
-)
+UPDATE_FIELDS = FIELDS
 
 
 @dataclass(frozen=True)

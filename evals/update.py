@@ -11,6 +11,15 @@ from typing import Any
 from evals.peers import MemorySystem
 
 TOP_K = 5
+FIELDS = (
+    "update_win",
+    "answer@1",
+    "stale@5",
+    "collateral_per_row",
+    "contradiction_rate",
+    "staleness_rate",
+)
+"""The figures each system gets, in the order tables show them."""
 _T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
