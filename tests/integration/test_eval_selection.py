@@ -66,6 +66,14 @@ def test_shipped_set_stores_no_sensitive_item(tmp_path: Path) -> None:
     assert 0.0 <= result["recall"] <= 1.0
 
 
+def test_held_out_set_stores_no_sensitive_item(tmp_path: Path) -> None:
+    # Written without sight of the rules and never used to tune them: only the hard
+    # guarantee is asserted here; its precision and recall are reported in the README.
+    result = _json(tmp_path, SHIPPED.with_name("selection_heldout.jsonl"))
+    assert result["items"] == 160
+    assert result["sensitive_stored"] == 0
+
+
 def test_tiny_file_gives_known_counts(tmp_path: Path) -> None:
     rows = [
         # should store, and clearly fine: stored (true positive)
