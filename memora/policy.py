@@ -615,14 +615,331 @@ _INSTRUCTION_RULES: list[Rule] = [
 ]
 
 
+# Structural steering signs (added after a held-out evaluation). None of them needs an
+# "ignore previous instructions" phrase: a memory is about the user, so text that sets the
+# assistant's future behaviour towards third parties, strips its refusals or safety notes,
+# hands it a new persona, or repeats what a quoted page or email claims is rejected.
+
+_URL_OR_EMAIL = (
+    r"(?:https?://|www\.)\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+    r"|(?<![\w@.])[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|net|org|io|ly|co|ai|app|dev|ru|cn|xyz|info"
+    r"|biz|me|site|shop|store|link|top|gg|tv|us|uk|de|jp|tw|hk|online|club|live)(?:/\S*)?(?![a-z])"
+)
+_URL_OR_EMAIL_RE = _compile(_URL_OR_EMAIL)
+_FUTURE_SCOPE_EN = (
+    r"(?<![a-z])(?:(?:every|each|all|any)\s+(?:(?:of\s+)?(?:your|the|my|its|future|new|single)\s+)?(?:\w+\s+)?"
+    r"(?:answers?|repl(?:y|ies)|responses?|messages?|chats?|conversations?|sessions?|outputs?"
+    r"|recommendations?|suggestions?|posts?|emails?|turns?)"
+    r"|always|whenever|every\s+(?:single\s+)?time|each\s+time|from\s+now\s+on|going\s+forward"
+    r"|(?:in|for)\s+(?:all\s+)?(?:future|later|upcoming)\s+(?:\w+\s+)?(?:chats?|conversations?"
+    r"|answers?|replies|responses|sessions?))(?![a-z])"
+)
+_PROMO_VERB_EN = (
+    r"(?<![a-z])(?:(?<!i\s)(?<!we\s)(?:recommend|promot[e]|advertis[e]|plug|endors[e]|shill|push"
+    r"|mention|suggest)(?:ing)?|(?:link|attach|includ(?:e|ing)|append|add|insert|paste|drop)"
+    r"(?:ing)?|(?:end|finish|close|sign\s+off)(?:ing)?\s+(?:\w+\s+){0,3}?with|(?:direct|send|point|refer|redirect)(?:ing)?\s+(?:\w+\s+)?to)"
+    r"(?![a-z])"
+)
+_THIRD_PARTY_EN = (
+    rf"{_URL_OR_EMAIL}"
+    r"|(?<![a-z])(?:links?|urls?|coupons?|discount(?:\s+codes?)?|promo(?:tional)?\s+codes?"
+    r"|referral|affiliate|sponsors?|sponsored|ads?|adverts?|advertisements?|banners?|brand|brands"
+    r"|products?)(?![a-z])(?!\s+to\s+(?:the\s+)?(?:sources?|references?|docs|documentation"
+    r"|citations?|original))"
+    r"|(?<![a-z])(?:our|my|their|his|her|the\s+user'?s?|this|that|a\s+certain)\s+(?:\w+\s+)?"
+    r"(?:shop|store|business|company|site|website|app|service|channel|course|newsletter"
+    r"|restaurant|bakery|cafe|clinic|agency|firm|podcast|book|brand|product)s?(?![a-z])"
+)
+_PROMO_NAME_RE = re.compile(
+    r"(?<![A-Za-z])(?:recommend|promote|advertise|plug|endorse|shill|push|mention)(?:ing)?\s+"
+    r"(?:the\s+|a\s+)?[A-Z][\w'&-]*"
+)
+_PROMO_SCOPE_RE = _compile(_FUTURE_SCOPE_EN)
+_PROMO_VERB_RE = _compile(_PROMO_VERB_EN)
+_THIRD_PARTY_RE = _compile(_THIRD_PARTY_EN)
+_ZH_FUTURE_SCOPE = (
+    r"每次|每一次|每个|每一个|每段|每则|每篇|每条|每次都|所有|任何|全部|以后|之后|今后|往后|将来"
+    r"|永远|一律|总是|始终|每当|都"
+)
+_ZH_PROMO_VERB = (
+    r"推荐|推介|推广|宣传|打广告|广告|带货|附上|附加|附|加上|带上|放上|贴上|提到|提及|导流|引导"
+)
+_ZH_THIRD_PARTY = (
+    r"链接|连结|网址|网站|官网|优惠码|折扣码|推荐码|邀请码|优惠|品牌|产品|商品|店|公司|频道|课程"
+    r"|我们家|我家|自家|本店|这家|那家|厂商|赞助|[a-z]{2,}"
+)
+_ZH_PROMO_RE = re.compile(
+    rf"^(?:(?!{_ZH_USER_WISH}).)*?(?:{_ZH_FUTURE_SCOPE})[^。;!?]{{0,16}}?"
+    rf"(?:(?:推广|宣传|打广告|带货|导流)|(?:{_ZH_PROMO_VERB})[^。;!?]{{0,10}}?(?:{_ZH_THIRD_PARTY}))"
+)
+_SENTENCE_SPLIT_RE = re.compile(r"[.!?;](?=\s|$)|[。！？；!?\n]")
+
+
+def _sentences(text: str) -> list[str]:
+    """Split text into sentences without breaking URLs or domain names on their dots."""
+    return [s for s in _SENTENCE_SPLIT_RE.split(text) if s.strip()]
+
+
+def _promotion_rule(content: str) -> str | None:
+    """The candidate tells the assistant to promote, attach or recommend third-party things
+    in every future answer (a scope word + a promotion verb + a third-party object)."""
+    for sentence in _sentences(unicodedata.normalize("NFKC", content)):
+        lower = _normalise(sentence)
+        if _ZH_PROMO_RE.search(lower):
+            return "injection:zh-promote-always"
+        if not _PROMO_SCOPE_RE.search(lower):
+            continue
+        verb = _PROMO_VERB_RE.search(lower)
+        if verb and _SELF_SUBJECT_RE.search(lower[: verb.start()]):
+            continue  # "I always include a link to my blog": the user's own habit
+        if verb and (_THIRD_PARTY_RE.search(lower) or _PROMO_NAME_RE.search(sentence)):
+            return "injection:promote-always"
+    return None
+
+
+_STEERING_RULES: list[Rule] = [
+    (
+        "injection:never-refuse",
+        _compile(
+            r"(?<![a-z])(?<!i\s)(?<!we\s)(?<!they\s)(?<!he\s)(?<!she\s)(?:never|don'?t|do\s+not"
+            r"|must\s+not|mustn'?t|should\s+not|shouldn'?t|cannot|can'?t|won'?t|will\s+not|stop"
+            r"|no\s+longer|without|not\s+allowed\s+to)\s+(?:ever\s+)?(?:refus(?:e|ing)|declin(?:e|ing)"
+            r"|say(?:ing)?\s+no)(?![a-z])(?!\s+(?:dessert|food|drinks?|coffee|tea|invitations?|gifts?))"
+            r"|(?<![a-z])(?:answer|respond\s+to|reply\s+to|comply\s+with|help\s+with|fulfil+)\s+"
+            r"(?:absolutely\s+)?(?:anything|everything|any\s+(?:question|request|prompt|query|topic)s?"
+            r"|all\s+(?:questions|requests|prompts))\s*(?:,|\.|$|without|no\s+matter|whatever)"
+        ),
+    ),
+    (
+        "injection:no-safety-notes",
+        _compile(
+            r"(?<![a-z])(?<!i\s)(?:never|don'?t|do\s+not|no\s+need\s+to|stop|without|skip|omit"
+            r"|leave\s+out|drop|avoid|must\s+not|should\s+not|shouldn'?t)\s+(?:ever\s+)?"
+            r"(?:mention(?:ing)?|add(?:ing)?|includ(?:e|ing)|giv(?:e|ing)|show(?:ing)?|talk(?:ing)?"
+            r"\s+about|bring(?:ing)?\s+up|rais(?:e|ing)|warn(?:ing)?\s+about|the\s+|any\s+)*\s*"
+            r"(?:any\s+|the\s+)?(?:safety|risks?|dangers?|side\s+effects?|warnings?|disclaimers?"
+            r"|caveats?|health\s+(?:warnings?|risks?|advice)|legal\s+(?:warnings?|issues|risks))"
+            r"(?![a-z])"
+            r"|(?<![a-z])no\s+(?:more\s+)?(?:disclaimers|warnings|caveats|safety\s+(?:notes|warnings"
+            r"|reminders|lectures))(?![a-z])"
+        ),
+    ),
+    (
+        "injection:obey-anyone",
+        _compile(
+            r"(?<![a-z])(?:obey|comply\s+with|follow|carry\s+out|execute|do)\s+(?:whatever|anything"
+            r"|everything|any|all|every)\s+(?:(?:other|future|new|later)\s+)?(?:users?|one|anyone"
+            r"|anybody|people|person|requests?|instructions?|commands?|orders?|messages?|they"
+            r"|someone|somebody)(?:'s)?(?:\s+(?:asks?|says?|wants?|tells?|requests?|instructions?"
+            r"|commands?|orders?))?(?![a-z])"
+            r"|(?<![a-z])(?:obey|follow)\s+(?:other|future|new|later)\s+users?(?![a-z])"
+        ),
+    ),
+    (
+        "injection:persona",
+        _compile(
+            r"(?:^|[,;:(]\s*|(?<![a-z'])(?:the|your|this)\s+)(?:ai\s+)?(?:assistant|ai|bot|chatbot"
+            r"|memora|model|agent)\s+(?:is|will\s+be|shall\s+be|becomes|has\s+become)\s+(?:now\s+"
+            r"|actually\s+|really\s+|henceforth\s+)?(?:called|named|known\s+as|an?\s+(?:\w+\s+)?"
+            r"(?:ai|bot|assistant|model|persona|character|version|mode)|[a-z]+bot|[a-z]+gpt"
+            r"|unrestricted|uncensored|unfiltered|jailbroken|free\s+(?:from|of))(?![a-z])"
+            r"|(?<![a-z])(?:you\s+are|you're|you\s+will\s+be)\s+(?:now\s+|actually\s+)?(?:called"
+            r"|named|an?\s+(?:\w+\s+)?(?:ai|bot|assistant|model|chatbot)|[a-z]+bot|[a-z]+gpt)(?![a-z])"
+            r"|(?<![a-z])(?:uncensored|unfiltered|jailbroken|amoral|unaligned)\s+(?:\w+\s+)?"
+            r"(?:ai|assistant|model|bot|mode|version|persona)(?![a-z])"
+            r"|(?<![a-z])(?:ai|assistant|model|bot|mode|version|persona)\s+(?:with(?:out)?|free\s+of"
+            r"|has\s+no)\s+(?:any\s+)?(?:rules|limits|limitations|boundaries|ethics|morals|censorship"
+            r"|restrictions)(?![a-z])"
+        ),
+    ),
+    (
+        "injection:memory-update",
+        _compile(
+            r"(?<![a-z])(?:memory|profile|context)\s+(?:update|override|injection|patch)(?![a-z])"
+            r"|(?<![a-z])update\s+(?:to\s+)?(?:your|the|assistant'?s?)\s+(?:memory|memories|profile)"
+            r"|(?<![a-z])(?:admin|administrator|developer|system|operator|moderator)\s+(?:note|notice"
+            r"|override|directive|command|update|announcement|authori[sz]ation)(?![a-z])"
+            r"|(?<![a-z])(?:has|have|already)\s+(?:been\s+)?(?:authori[sz]ed|granted\s+permission"
+            r"|pre-?approved)\s+(?:the\s+)?(?:assistant|ai|you|memora|us|them)(?![a-z])"
+        ),
+    ),
+    (
+        "injection:share-with-third-party",
+        _compile(
+            r"(?<![a-z])(?:authori[sz]\w*|consent\w*|agree[sd]?|agreed|permission|permits?"
+            r"|permitted|allow(?:s|ed)?|approved?|opted\s+in)\s+(?:\w+\s+){0,5}?(?:shar|send|sent"
+            r"|forward|transfer|disclos|upload|export|releas|provid|giv|pass|sell|sold)\w*\s+"
+            r"(?:\w+\s+){0,6}?(?:to|with)\s+(?:\w+\s+){0,2}?(?:third[\s-]part(?:y|ies)|partners?"
+            r"|advertisers?|marketers?|vendors?|sponsors?|affiliates?|anyone|anybody|external"
+            r"|outside|other\s+(?:companies|services|users)|any\s+\w+)(?![a-z])"
+        ),
+    ),
+    (
+        "injection:zh-never-refuse",
+        _compile(
+            r"(?<!我)(?<!他)(?<!她)(?:不要|别|不准|不许|不得|不能|不可以|不可|永远不|绝不|永不|禁止)"
+            r"(?:再)?(?:拒绝|说不)"
+            r"|(?:什么|任何)(?:问题|要求|事|请求)?都(?:要|可以|能|得|必须|会)?(?:回答|照做|答应|满足)"
+        ),
+    ),
+    (
+        "injection:zh-no-safety-notes",
+        _compile(
+            r"(?:不要|别|不用|不必|无需|无须|不需要|不准|不许|省略|略过|拿掉|不再)"
+            r"(?:提到?|提及|提醒|说明|讲|给|加上?|附上?|写|标注|显示)(?:任何)?的?"
+            r"(?:安全|风险|副作用|危险|免责|警告|注意事项)"
+            r"|(?:不要|别|不用|不必|无需|无须|不需要|不准|不许|省略|略过|拿掉|不再|不加|没有)"
+            r"(?:任何)?的?(?:安全|风险|副作用|危险|免责)(?:提醒|警告|声明|提示|说明|事项)"
+        ),
+    ),
+    (
+        "injection:zh-obey-anyone",
+        _compile(
+            r"(?:听从|服从|遵从|照做|遵守|执行|照着做)(?:任何|所有|每个|其他|别的|之后|以后|未来)"
+            r"(?:的)?(?:人|用户|使用者|请求|指令|命令|要求)"
+            r"|(?:任何人|谁|别人|其他(?:人|用户|使用者))(?:说|要求|叫你|让你)什么(?:就|都)"
+        ),
+    ),
+    (
+        "injection:zh-persona",
+        _compile(
+            r"(?:^|[,;:(\s])(?:这个|本)?(?:助理|助手|(?<![a-z])ai|机器人|模型|memora)\s*"
+            r"(?:现在|从现在起|以后|其实)?(?:叫做?|名叫|名字是|的名字是|改名为|是一个|是个|就是|变成)"
+            r"|无限制(?:的)?\s*(?:ai|助理|助手|模式|版本|机器人|模型)|(?:无审查|无过滤|越狱)(?:的)?\s*"
+            r"(?:ai|助理|助手|模式|版本|机器人|模型)"
+        ),
+    ),
+    (
+        "injection:zh-memory-update",
+        _compile(
+            r"记忆(?:更新|覆盖|注入)|更新(?:你的|助理的|助手的)?记忆|(?:管理员|开发者|系统|官方)"
+            r"(?:通知|公告|备注|指示|授权|覆盖|更新)"
+            r"|(?:授权|同意|允许|许可)[^。;]{0,12}?(?:分享|共享|提供|发送|寄|转寄|转发|上传|公开|透露"
+            r"|交给|传给|卖给)[^。;]{0,12}?(?:第三方|合作伙伴|厂商|广告商|任何人|其他人|外部)"
+        ),
+    ),
+]
+
+_CONTACT_VERB_RE = _compile(
+    r"(?<![a-z])(?:recommend|promot|advertis|suggest|shar|send|sent|forward|e-?mail|mail|upload"
+    r"|post|submit|transfer|export|sync|report|authori[sz]|consent|allow|grant|permit|visit"
+    r"|click|direct|redirect|link|cc|bcc|notif|contact|leak|cop(?:y|ied)|pass|deliver)\w*"
+    r"|推荐|推广|分享|共享|发送|发到|发给|寄到|寄给|转寄|转发|上传|提交|授权|同意|允许|传给|传到|抄送"
+    r"|点击|访问|前往|联系|通知|交给|提供给"
+)
+
+
+_AUTHORISE_VERB_RE = _compile(
+    r"(?<![a-z])(?:authori[sz]|consent|allow|grant|permit|approv)\w*|授权|同意|允许|许可"
+)
+_SELF_SUBJECT_RE = _compile(
+    r"(?<![a-z])(?:i|we|user|users|the\s+user|they|he|she)\s+(?:\w+\s+)?$|(?:我|我们|用户|使用者)\S{0,2}$"
+)
+"""The user (or someone named) is the subject of the verb that follows: a habit, not an order."""
+_LINK_CLAUSE_SPLIT_RE = re.compile(
+    r"[,，、]|(?<![a-z])(?:and|but|so|while)(?![a-z])|而且|但是|然后"
+)
+
+
+def _contact_rule(content: str) -> str | None:
+    """A URL or e-mail address next to a recommend/share/send/upload/authorise verb.
+
+    The verb must be in the same clause as the address, and a user's own habit ("I post
+    recipes on my-site.com") is left alone unless it grants authorisation.
+    """
+    text = _normalise(content)
+    for sentence in _sentences(text):
+        for clause in _LINK_CLAUSE_SPLIT_RE.split(sentence):
+            link = _URL_OR_EMAIL_RE.search(clause)
+            if not link:
+                continue
+            rest = clause[: link.start()] + " " + clause[link.end() :]
+            if _AUTHORISE_VERB_RE.search(rest):
+                return "injection:link-with-action"
+            verb = _CONTACT_VERB_RE.search(rest)
+            if verb and not _SELF_SUBJECT_RE.search(rest[: verb.start()]):
+                return "injection:link-with-action"
+    return None
+
+
+_SOURCE_MARKER_RE = _compile(
+    r"(?<![a-z])(?:web\s*pages?|websites?|site|page|e-?mails?|inbox|newsletter|pdf|document|doc"
+    r"|file|article|post|comment|review|forum|blog|tweet|screenshot|flyer|html|source\s+code"
+    r"|pasted|copied|copy-?pasted|forwarded|found\s+(?:this|it)"
+    r"|hidden|invisible|white\s+text|small\s+print|fine\s+print)(?![a-z])"
+    r"|<!--|网页|网站|页面|邮件|电邮|信件|来信|文件|文档|文章|贴文|帖子|留言|评论|论坛|部落格|博客|截图"
+    r"|传单|复制|贴上|贴过来|粘贴|转发|隐藏|原始码|源代码|写着|写道|上面说|里面说"
+)
+_HIDDEN_MARKER_RE = _compile(
+    r"<!--|(?<![a-z])(?:hidden|invisible|white\s+text|display\s*:\s*none|font-size\s*:\s*0)"
+    r"(?![a-z])|隐藏|看不见|看不到的?文字|白色文字"
+)
+_QUOTED_RE = re.compile(
+    r"(?<![A-Za-z])'((?:[^']|(?<=[A-Za-z])'(?=[A-Za-z])){6,}?)'(?![A-Za-z])"
+    r"|\"([^\"]{6,})\"|“([^”]{3,})”|「([^」]{3,})」|『([^』]{3,})』|<!--(.*?)-->|‘([^’]{6,})’"
+    r"|<([a-z]+)[^>]*>([^<]{6,})</",
+    re.DOTALL,
+)
+_QUOTE_SIGNAL_RE = _compile(
+    rf"{_URL_OR_EMAIL}"
+    r"|(?<![a-z])(?:authori[sz]|consent|permission|permitted|allowed|approv|agreed|opt(?:ed)?[\s-]in"
+    r"|shar(?:e|ed|es|ing)|send|sent|forward|upload|disclos|export|transfer|grant|access|override"
+    r"|memory|memories|system|admin|developer|verified|trusted|instruction|assistant|ai"
+    r"|recommend|promot|priority|privileg)"
+    r"|授权|同意|允许|许可|批准|分享|共享|提供给|发送|寄|转寄|转发|上传|公开|透露|覆盖|记忆|系统|管理员"
+    r"|开发者|验证|信任|指令|助理|助手|推荐|权限|优先"
+)
+_QUOTE_SUPPORT = 0.5
+
+
+def _quoted_spans(message: str) -> list[str]:
+    """Text the user quotes from a page, e-mail or document (empty without a source marker)."""
+    text = unicodedata.normalize("NFKC", message)
+    if not _SOURCE_MARKER_RE.search(_normalise(text)):
+        return []
+    spans = [next(g for g in m.groups()[::-1] if g) for m in _QUOTED_RE.finditer(text)]
+    if not spans:
+        marker = _SOURCE_MARKER_RE.search(_normalise(text))
+        start = marker.end() if marker else 0
+        colon = re.search(r"[:：]", text[start:])
+        if colon:
+            spans.append(text[start + colon.end() :])
+    return [s for s in spans if s.strip()]
+
+
+def _quoted_source_rule(candidate: MemoryCandidate) -> str | None:
+    """The candidate repeats a claim from text the user quoted out of a page or e-mail.
+
+    What a web page, e-mail or document says is not what the user said; a candidate that
+    repeats it is rejected when the quoted text was hidden, or when the candidate carries
+    a steering sign (consent or authorisation, sharing, an address, "system", "memory").
+    """
+    if not candidate.user_message:
+        return None
+    hidden = bool(_HIDDEN_MARKER_RE.search(_normalise(candidate.user_message)))
+    for span in _quoted_spans(candidate.user_message):
+        ratio = support_ratio(candidate.content, span)
+        if ratio is None or ratio < _QUOTE_SUPPORT:
+            continue
+        if hidden or _QUOTE_SIGNAL_RE.search(_normalise(candidate.content)):
+            return "injection:quoted-source"
+    return None
+
+
 # --------------------------------------------------------------------------- user_refused
 
 _EN_STORE_VERBS = (
-    r"(?:remember|save|store|memori[sz]e|record|log|retain|persist|keep\s+(?:this|that|it)\s+"
-    r"(?:in\s+(?:mind|memory)|on\s+(?:file|record))|keep\s+(?:any\s+|a\s+)?records?\s+of"
-    r"|(?:hold|hang)\s+on\s*to|write\s+(?:this|that|it)\s+down|note\s+(?:this|that|it)\s+down"
-    r"|jot\s+(?:this|that|it)\s+down)"
+    r"(?:remember|save|store|memori[sz]e|record|log|retain|persist|file|track"
+    r"|keep\s+(?:this|that|it|them)\s+(?:in\s+(?:mind|memory)|on\s+(?:file|record)|anywhere|around"
+    r"|saved|stored)|keep\s+(?:this|that|it|them)(?=\s*(?:[.,!?;)]|$|please|ok|okay|thanks))"
+    r"|(?:keep|make|take|leave)\s+(?:any\s+|a\s+)?(?:notes?|records?|logs?|track|copy|copies)"
+    r"\s+(?:of|about|on)|(?:hold|hang)\s+on\s*to"
+    r"|(?:write|note|jot|put|take|mark|type)\s+(?:(?:this|that|it|them|any\s+of\s+(?:this|that))\s+)?"
+    r"down|note\s+(?:this|that|it)|make\s+(?:a\s+)?note|take\s+note"
+    r"|(?:put|add|write|save|store)\s+(?:this|that|it)\s+(?:in|into|to|on)\s+(?:your\s+|my\s+|the\s+)?"
+    r"(?:notes?|memory|memories|profile|records?|files?|logs?))"
 )
+"""Ways to keep something: the verbs a refusal negates ("don't keep a note of that")."""
 _REFUSAL_RULES: list[Rule] = [
     (
         "refusal:dont-remember",
@@ -685,10 +1002,44 @@ _REFUSAL_RULES: list[Rule] = [
         ),
     ),
     (
+        "refusal:not-to-be-kept",
+        _compile(
+            r"(?<![a-z])(?:this|that|it|these|those)\s+(?:doesn'?t|does\s+not|don'?t|do\s+not"
+            r"|shouldn'?t|should\s+not|mustn'?t|must\s+not|needn'?t|need\s+not|isn'?t|is\s+not)"
+            r"\s+(?:need\s+to\s+)?(?:be\s+|to\s+be\s+|get\s+|going\s+(?:to\s+be\s+|in))?(?:saved"
+            r"|stored|remembered|recorded|noted|logged|kept|written\s+down|memori[sz]ed|filed"
+            r"|tracked|for\s+(?:your|the)\s+(?:notes|memory|records?))(?![a-z])"
+            r"|(?<![a-z])not\s+(?:worth|something\s+(?:to|you\s+need\s+to|worth))\s+(?:remembering"
+            r"|saving|storing|noting|recording|keeping|logging|writing\s+down|remember|save|store"
+            r"|note|record|keep|log|write\s+down)(?![a-z])"
+        ),
+    ),
+    (
+        "refusal:between-us",
+        _compile(
+            r"(?<![a-z])(?:keep|keeping|kept|stays?|staying|remains?|just|strictly|only|is|it'?s"
+            r"|that'?s|this'?s)\s+(?:\w+\s+)?between\s+(?:us|you\s+and\s+me|ourselves"
+            r"|the\s+two\s+of\s+us)(?![a-z])"
+            r"|(?:^|[.!?,;:]\s*)between\s+(?:you\s+and\s+me|us|ourselves)\s*[,:]"
+            r"|(?<![a-z])(?:in\s+(?:strict\s+)?confidence|strictly\s+confidential|(?:this|that|it)"
+            r"(?:'s|\s+is)\s+(?:private|confidential|a\s+secret))(?![a-z])"
+        ),
+    ),
+    (
+        "refusal:zh-between-us",
+        _compile(
+            r"(?:我们|咱们|你我)俩?之间(?:的(?:秘密|事|话)|说说|知道就好|就好)|(?:只有)?你知道就好"
+            r"|天知地知|(?:帮我|替我|请|要|给我)保密|保密(?:喔|哦|啊|呀|吧|一下|就好)?(?:$|[,。!?])"
+        ),
+    ),
+    (
         "refusal:zh-dont-remember",
         _compile(
-            r"(?<!我)(?:不要|别|不用|不必|不需要|无须|毋须|请勿|勿|不准|不许)再?(?:帮我|替我|给我)?"
-            r"(?:记住|记得|记下|记录|记|存|保存|储存|写进|写入|放进|加进|加入|留[着著]|留下|留存|保留)"
+            r"(?<!我)(?:不要|别|不用|不必|不需要|无须|毋须|请勿|勿|不准|不许|用不着|没必要|甭|不需)再?"
+            r"(?:帮我|替我|给我)?"
+            r"(?:记住|记得|记下|记录|记在|记到|记进|记|存档|存|保存|储存|写下|写进|写入|写到|写在|抄下"
+            r"|放进|加进|加入|留[着著]|留下|留存|保留|留底|留档|备注|登记|归档|收录"
+            r"|留(?=$|[,。!?;、了啊喔哦吧呀啦]))"
         ),
     ),
     (
@@ -738,6 +1089,7 @@ _STOPWORDS = _word_set("""
     they this those through to too under until up very was we were what when where which while
     who whom why will with would you your yours also i'm i'll i've i'd it's don't s t
     user users user's memora learner person
+    under below sub over above less fewer around approximately approx roughly nearly almost
 """)
 """English stopwords plus the framing words an extractor adds ("user", ...)."""
 _FRAMING_VERBS = frozenset(
@@ -760,6 +1112,13 @@ _ZH_SYNONYMS = (
     ("太太", "妻子"),
     ("老公", "丈夫"),
     ("使用", "用"),
+    ("男朋友", "男友"),
+    ("女朋友", "女友"),
+    ("小孩", "孩子"),
+    ("宝宝", "孩子"),
+    ("儿女", "子女"),
+    ("爸", "父亲"),
+    ("妈", "母亲"),
 )
 """Everyday and formal words for the same thing (an extractor writes 父母 for 爸媽)."""
 _ZH_PARTICLES = frozenset("的了是在和与及也都很吗呢吧啊呀要会把被就还又")
@@ -780,9 +1139,58 @@ def _cjk_runs(text: str) -> list[str]:
     return re.findall(f"[{_CJK}]+", text)
 
 
+_ABBREVIATIONS = {
+    **{
+        m[:3]: m
+        for m in _word_set("""january february march april may june july august
+    september october november december monday tuesday wednesday thursday friday saturday
+    sunday""")
+    },
+    "sept": "september",
+    "tues": "tuesday",
+    "thur": "thursday",
+    "thurs": "thursday",
+    "h": "hour",
+    "hr": "hour",
+    "hrs": "hour",
+    "min": "minute",
+    "mins": "minute",
+    "sec": "second",
+    "secs": "second",
+    "wk": "week",
+    "wks": "week",
+    "mo": "month",
+    "mos": "month",
+    "yr": "year",
+    "yrs": "year",
+    "km": "kilometre",
+    "kg": "kilogram",
+    "lb": "pound",
+    "lbs": "pound",
+    "k": "thousand",
+}
+"""Month, weekday and unit abbreviations an extractor spells out ("Sept" -> "September")."""
+_NUMBER_UNIT_RE = re.compile(r"(\d+)(?:st|nd|rd|th)?([a-z]*)")
+
+
+def _canonical_tokens(tokens: Iterable[str]) -> Iterator[str]:
+    """Spell out abbreviations and number words; split "4h" into "4" and "hour"."""
+    for token in tokens:
+        match = _NUMBER_UNIT_RE.fullmatch(token)
+        if match:
+            yield match.group(1)
+            if match.group(2):
+                yield _ABBREVIATIONS.get(match.group(2), match.group(2))
+        elif token in _NUMBER_WORDS:
+            yield str(_NUMBER_WORDS[token])
+        else:
+            yield _ABBREVIATIONS.get(token, token)
+
+
 def _support_tokens(text: str) -> set[str]:
     """Content tokens for the overlap test: English stems and Chinese character bigrams."""
-    stems = {_STEMMER.stemWord(t) for t in _english_tokens(text) if not _YEAR_RE.fullmatch(t)}
+    words = _canonical_tokens(_english_tokens(text))
+    stems = {_STEMMER.stemWord(t) for t in words if not _YEAR_RE.fullmatch(t)}
     tokens = stems - _FRAMING_VERBS
     for run in _cjk_runs(text):
         tokens.update(run[i : i + 2] for i in range(max(len(run) - 1, 1)))
@@ -814,6 +1222,7 @@ def support_ratio(content: str, user_message: str) -> float | None:
     if not candidate_tokens:
         return None
     message_tokens = _support_tokens(message_n)
+    message_tokens |= _initialisms(_english_tokens(content_n), _english_tokens(message_n))
     supported = sum(1 for token in candidate_tokens if _token_supported(token, message_tokens))
     return supported / len(candidate_tokens)
 
@@ -822,17 +1231,47 @@ _MIN_SHARED_PREFIX = 4
 
 
 def _token_supported(token: str, message_tokens: set[str]) -> bool:
-    """The token occurs in the message, or (English) one word shortens the other ("intro")."""
+    """The token occurs in the message, or (English) one word shortens the other ("intro",
+    "JS" for "JavaScript")."""
     if token in message_tokens:
         return True
-    if not token.isascii() or len(token) < _MIN_SHARED_PREFIX:
+    if not token.isascii() or not token.isalpha():
         return False
     return any(
-        other.isascii()
-        and len(other) >= _MIN_SHARED_PREFIX
-        and (token.startswith(other) or other.startswith(token))
+        other.isascii() and (_abbreviates(token, other) or _abbreviates(other, token))
         for other in message_tokens
     )
+
+
+_MAX_ABBREVIATION = 5
+
+
+def _abbreviates(short: str, long: str) -> bool:
+    """``short`` shortens ``long``: a prefix of 4+ letters ("intro"), or a 2-5 letter
+    initialism whose letters occur in order in a much longer word ("js", "javascript")."""
+    if len(short) >= len(long) or not short.isalpha():
+        return False
+    if len(short) >= _MIN_SHARED_PREFIX and long.startswith(short):
+        return True
+    if not 2 <= len(short) <= _MAX_ABBREVIATION or short[0] != long[0]:
+        return False
+    if len(long) < len(short) + 3:
+        return False
+    rest = iter(long[1:])
+    return all(ch in rest for ch in short[1:])
+
+
+def _initialisms(content_words: list[str], message_words: Iterable[str]) -> set[str]:
+    """Content stems spelled by a message initialism ("ML" -> "machine learning")."""
+    found: set[str] = set()
+    for short in message_words:
+        if not (2 <= len(short) <= _MAX_ABBREVIATION and short.isalpha()):
+            continue
+        for i in range(len(content_words) - len(short) + 1):
+            run = content_words[i : i + len(short)]
+            if "".join(w[0] for w in run) == short:
+                found.update(_STEMMER.stemWord(w) for w in run)
+    return found
 
 
 def _check_assistant_attribution(candidate: MemoryCandidate) -> str | None:
@@ -871,8 +1310,10 @@ def _unsupported_specific(content: str, user_message: str) -> bool:
     message = unicodedata.normalize("NFKC", user_message)
     message_lower = message.lower()
     numbers = _numbers_said(message_lower)
-    stems = {_STEMMER.stemWord(t) for t in _EN_TOKEN_RE.findall(message_lower)}
+    message_words = list(_canonical_tokens(_EN_TOKEN_RE.findall(message_lower)))
+    stems = {_STEMMER.stemWord(t) for t in message_words}
     text = unicodedata.normalize("NFKC", content)
+    stems |= _initialisms(_EN_TOKEN_RE.findall(text.lower()), message_words)
     for match in _SPECIFIC_RE.finditer(text):
         token = match.group()
         before = text[: match.start()].rstrip()
@@ -885,6 +1326,10 @@ def _unsupported_specific(content: str, user_message: str) -> bool:
             continue
         lower = token.lower()
         if lower in message_lower or _STEMMER.stemWord(lower) in stems:
+            continue
+        if lower.isalpha() and any(
+            _abbreviates(lower, w) or _abbreviates(w, lower) for w in message_words
+        ):
             continue
         return True
     return False
@@ -901,6 +1346,55 @@ _DECISION_RE = _compile(
     r"|决定|选择了?|选了|买了|购买了?|订了|报名了|入手|是.{0,6}的忠实"
 )
 """A decision or purchase asserted by the candidate."""
+
+
+_FIRST_PERSON_RE = _compile(
+    r"(?<![a-z])(?:i|i'm|im|i've|i'd|i'll|me|my|mine|myself|we|we're|our|ours|us)(?![a-z])"
+    r"|我|咱|俺"
+)
+_QUESTION_RE = _compile(
+    r"[?？]|^\W*(?:what|what's|whats|who|where|when|why|how|which|is|are|can|could|does|do|did"
+    r"|should|would|will|tell\s+me|explain)(?![a-z])|吗|什么|哪|怎么|如何|多少|几|为什么|是否"
+)
+_PLAN_RE = _compile(
+    r"(?<![a-z])(?:plan(?:s|ning|ned)?|going\s+to|will|intends?|intending|trips?|travel\w*"
+    r"|visit\w*|mov(?:e|es|ing)\s+to|wants?\s+to|hop(?:es|ing)\s+to|aims?|preparing"
+    r"|considering|thinking\s+(?:of|about)|interested|learning|studying|applying|attending"
+    r"|relocat\w*)(?![a-z])"
+    r"|打算|计划|准备|要去|想去|会去|旅行|旅游|出游|搬|考虑|有兴趣|感兴趣|想学|在学|申请|报考"
+)
+"""A claim about the user's plans, intentions or current pursuits."""
+_PLAN_CLAIM_RE = _compile(
+    r"(?<![a-z])(?:(?:plans?|planning|planned|intends?|intending|decided|decides|going)\s+to"
+    r"|will)\s+([a-z]+)(?:\s+(?:the|a|an|his|her|their|its|some|to|on|in|for|with)){0,2}"
+    r"(?:\s+([a-z]+))?"
+)
+
+
+def _unsupported_plan(content: str, message: str) -> str | None:
+    """A plan, decision or pursuit the message does not state.
+
+    A question that says nothing about the asker ("what's the capital of X?") supports no
+    claim about the user's plans; and a stated plan needs its action or object in the
+    message ("plans to withhold rent" from a request to draft a letter does not).
+    """
+    content_n, message_n = _normalise(content), _normalise(message)
+    claims_plan = _PLAN_RE.search(content_n) or _DECISION_RE.search(content_n)
+    if (
+        claims_plan
+        and _QUESTION_RE.search(message_n)
+        and not _FIRST_PERSON_RE.search(message_n)
+        and not _PLAN_RE.search(message_n)
+    ):
+        return "assistant:question-not-plan"
+    message_tokens = _support_tokens(message_n)
+    for match in _PLAN_CLAIM_RE.finditer(content_n):
+        words = [w for w in match.groups() if w and w not in _STOPWORDS]
+        if words and not any(
+            _token_supported(stem, message_tokens) for stem in _support_tokens(" ".join(words))
+        ):
+            return "assistant:unsupported-plan"
+    return None
 
 
 def _check_assistant_support(candidate: MemoryCandidate) -> str | None:
@@ -933,7 +1427,7 @@ def _check_assistant_support(candidate: MemoryCandidate) -> str | None:
         and not _DECISION_RE.search(message_n)
     ):
         return "assistant:unmade-choice"
-    return None
+    return _unsupported_plan(content, message)
 
 
 # --------------------------------------------------------------------------- ephemeral
@@ -1049,6 +1543,72 @@ _EPHEMERAL_RULES: list[Rule] = [
 ]
 
 
+# A temporary physical or emotional state, or what the user is doing right now, is not a
+# durable fact unless a durable marker says it keeps happening ("chronic", "always", 长期).
+_DURABLE_RE = _compile(
+    r"(?<![a-z])(?:always|usually|often|frequently|regularly|constantly|generally|normally"
+    r"|typically|chronic(?:ally)?|every\s+(?:day|night|morning|evening|afternoon|week|time)"
+    r"|most\s+(?:days|nights|mornings|evenings|of\s+the\s+time)|all\s+the\s+time|tends?\s+to"
+    r"|for\s+(?:years|months|weeks|a\s+long\s+time)|since\s+(?:\d{4}|childhood|birth)|easily"
+    r"|gets?|lately|these\s+days|whenever|when|if|tired\s+of|sick\s+of|bored\s+(?:of|with|by)"
+    r"|condition|disorder|diagnosed)(?![a-z])"
+    r"|一直|经常|常常|时常|总是|长期|慢性|每天|每晚|每次|老是|习惯|向来|平常|通常|平时|多年|从小|容易"
+    r"|常|每当|最近|一到|只要|觉得.{0,8}无聊"
+)
+_TRANSIENT_STATE_RE = _compile(
+    r"(?<![a-z])(?:hungry|starving|famished|thirsty|sleepy|drowsy|hungover|bored)(?![a-z])"
+    r"(?!\s+(?:for|to|of|with|by))"
+    r"|(?<![a-z])(?:has|have|having|got|with)\s+(?:a\s+|an\s+)(?:\w+\s+)?(?:headache|hangover"
+    r"|stomach\s*ache|toothache|migraine|cold|fever|sore\s+throat)(?![a-z])"
+    r"(?=\s*(?:$|[,.;:!?)]|and|but|so|today|tonight|right|rn|at|this|now|again))"
+    r"|(?<![a-z])(?:in|into)\s+(?:a\s+)?(?:(?:bad|good|great|terrible|foul|awful|grumpy|weird)"
+    r"\s+mood|meeting|call|hurry|rush|lecture)(?![a-z])(?!\s+(?:cent(?:er|re)s?|hours?|rooms?))"
+    r"|(?<![a-z])on\s+(?:a|the)\s+(?:call|phone|zoom)(?![a-z])"
+    r"|(?:好|很|太|超|有点|肚子|快)饿|饿(?:了|死|扁|坏)|口渴|渴了|好渴|很渴|困了|好困|很困|想睡|犯困|宿醉|心情(?:不好|很差|差|不错|很好|好|低落|不佳)"
+    r"|(?:在|正在)(?:开会|洗澡|吃饭|午休|通话|打电话)|开会中|会议中|头痛|头疼|肚子痛|胃痛"
+)
+_TIMED_STATE_RE = _compile(
+    r"(?<![a-z])(?:tired|exhausted|busy|stressed|sad|upset|angry|anxious|nervous|down|sick"
+    r"|unwell|ill|excited|happy|frustrated|annoyed|grumpy|cranky|overwhelmed|sore|cold|hot"
+    r"|freezing|lonely|worried|jet[\s-]?lagged|not\s+feeling\s+well|feeling\s+off|low\s+on"
+    r"\s+energy|(?:at|in)\s+(?:the\s+)?(?:gym|office|work|class|store|supermarket|mall|cinema"
+    r"|hospital|doctor'?s?|dentist|library|cafe))(?![a-z])"
+    r"|累|忙|烦|无聊|不舒服|难过|生气|紧张|焦虑|沮丧|感冒|发烧|好冷|很冷|好热|很热|开心|兴奋|郁闷|不爽"
+    r"|疲倦|疲惫|没精神|没力气|头晕"
+)
+_NOW_RE = _compile(
+    r"(?<![a-z])(?:today|tonight|right\s+now|rn|atm|at\s+the\s+(?:moment|minute)"
+    r"|this\s+(?:morning|afternoon|evening)|just\s+now|at\s+this\s+point)(?![a-z])"
+    r"|现在|此刻|这会儿|今天|今晚|今早|今日|刚才|刚刚|这时候|此时"
+)
+
+
+def _clauses(text: str) -> list[str]:
+    return [
+        c for c in re.split(r"[.!?;,，。！？；\n]|(?<![a-z])(?:but|and|so)(?![a-z])", text) if c
+    ]
+
+
+def _transient_state_rule(candidate: MemoryCandidate) -> str | None:
+    """The candidate reports a passing state (hungry, in a meeting, 心情不好 today)."""
+    content = _normalise(candidate.content)
+    if _DURABLE_RE.search(content):
+        return None
+    if _TRANSIENT_STATE_RE.search(content):
+        return "ephemeral:transient-state"
+    if not _TIMED_STATE_RE.search(content):
+        return None
+    for text in _texts(candidate):
+        for clause in _clauses(text):
+            if (
+                _TIMED_STATE_RE.search(clause)
+                and _NOW_RE.search(clause)
+                and not _DURABLE_RE.search(clause)
+            ):
+                return "ephemeral:state-today"
+    return None
+
+
 # --------------------------------------------------------------------------- too_vague
 
 _GENERIC_WORDS = _word_set("""
@@ -1068,7 +1628,32 @@ _ZH_GENERIC_RE = re.compile(
     r"|某些|什么|一切|所有"
     r"|觉得|感觉|认为|表示|说过|说|还好|还行|还可以|一般般|就那样|那样|这样|那种|这种|有趣|有意思"
     r"|有道理|想法|看法|意见|有点|随便|无所谓|看情况|情况|某人|某个|有人|又来了|来了|最近|怎么说"
-    r"|就是|总之|反正|嗯|蛮|挺|真的"
+    r"|就是|总之|反正|嗯|蛮|挺|真的|差不多|有时候|有时|偶尔|某(?:些|种|件|样|方面)?|一点|有些"
+    r"|之类的?|什么的|各种|方面|状况|样子|视情况|而定|看心情|不一定|说不准|不好说|取决于?|都行"
+    r"|都可以|会|啦|吧|呢|哦"
+)
+_HEDGE_RE = _compile(
+    r"(?<![a-z])(?:some|certain|various|whatever|whichever|kind\s+of|sort\s+of|kinda|sorta|a\s+few"
+    r"|several|somehow|somewhat|depends?|depending|stuff|things?|something)(?![a-z])"
+    r"|某|一些|有些|有点|差不多|什么|各种|之类|看情况|视情况|不一定"
+)
+"""Hedges and placeholders: with one of them, a broad category word names nothing."""
+_HEDGE_WORDS = _word_set("""
+    whatever whichever somehow somewhat somewhere certain various kinda sorta depends depend
+    depending lately recently nowadays currently generally basically mostly pretty quite
+    """)
+_BROAD_NOUNS = _word_set("""
+    music food foods movies movie films film shows show books book games game sports sport
+    places place people activities activity hobbies hobby topics topic subjects subject
+    issues issue problems problem reasons reason plans plan changes change projects project
+    art genre genres styles style types type kinds life preference preferences taste tastes
+    choice choices situation situations circumstances matters matter area areas field fields
+    aspects aspect parts part things stuff work job health mood week weekend family school
+    relationship relationships study studies
+    """)
+_ZH_BROAD_RE = re.compile(
+    r"音乐|歌|食物|吃的|电影|书|游戏|运动|地方|活动|兴趣|爱好|话题|问题|计划|变化|生活|类型|风格|口味"
+    r"|选择|方面|领域|部分|东西|事情?|人"
 )
 _MIN_CONTENT_UNITS = 2
 _MIN_INFORMATIVE_CJK = 2
@@ -1088,8 +1673,16 @@ def _check_too_vague(content: str) -> str | None:
     text = _normalise(content)
     words = _english_tokens(text)
     cjk_chars = len(_CJK_RE.findall(text))
-    informative_words = [w for w in words if w not in _GENERIC_WORDS]
-    informative_cjk = "".join(_cjk_runs(_ZH_GENERIC_RE.sub(" ", text)))
+    hedged = bool(_HEDGE_RE.search(text))
+    informative_words = [
+        w
+        for w in words
+        if w not in _GENERIC_WORDS and w not in _HEDGE_WORDS and not (hedged and w in _BROAD_NOUNS)
+    ]
+    zh_text = _ZH_GENERIC_RE.sub(" ", text)
+    if hedged:
+        zh_text = _ZH_BROAD_RE.sub(" ", zh_text)
+    informative_cjk = "".join(_cjk_runs(zh_text))
     units = len(words) + cjk_chars / 2
     if units < _MIN_CONTENT_UNITS and not (
         units >= 1 and informative_words and _FRAMED_RE.search(text)
@@ -1119,7 +1712,14 @@ def _first_in_texts(candidate: MemoryCandidate, rules: list[Rule]) -> str | None
 
 
 def _check_instruction_like(candidate: MemoryCandidate) -> str | None:
-    return _first_match(_normalise(candidate.content), _INSTRUCTION_RULES)
+    text = _normalise(candidate.content)
+    return (
+        _first_match(text, _INSTRUCTION_RULES)
+        or _first_match(text, _STEERING_RULES)
+        or _promotion_rule(candidate.content)
+        or _contact_rule(candidate.content)
+        or _quoted_source_rule(candidate)
+    )
 
 
 def _check_user_refused(candidate: MemoryCandidate) -> str | None:
@@ -1127,7 +1727,7 @@ def _check_user_refused(candidate: MemoryCandidate) -> str | None:
 
 
 def _check_ephemeral(candidate: MemoryCandidate) -> str | None:
-    return _first_in_texts(candidate, _EPHEMERAL_RULES)
+    return _first_in_texts(candidate, _EPHEMERAL_RULES) or _transient_state_rule(candidate)
 
 
 def _check_vague_candidate(candidate: MemoryCandidate) -> str | None:
