@@ -79,13 +79,26 @@ def _systems(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
-def plot_recall(result: dict[str, Any], out: Path) -> Path | None:
-    """Recall@k curves, one panel per category, one line per system."""
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the file-only Agg backend (no display here)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _save(figure: Any, path: Path) -> Path:
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    _pyplot().close(figure)
+    return path
+
+
+def plot_recall(result: dict[str, Any], out: Path) -> Path | None:
+    """Recall@k curves, one panel per category, one line per system."""
+    plt = _pyplot()
     systems = {n: v for n, v in _systems(result).items() if "overall" in v}
     if not systems:
         return None
@@ -105,20 +118,12 @@ def plot_recall(result: dict[str, Any], out: Path) -> Path | None:
     axes[0].set_ylabel("recall@k")
     axes[0].legend()
     figure.suptitle("LoCoMo retrieval, recall@k by category")
-    figure.tight_layout()
-    path = out / "locomo_recall.png"
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return _save(figure, out / "locomo_recall.png")
 
 
 def plot_scale(result: dict[str, Any], out: Path) -> Path | None:
     """Search and write-path p95 against store size, one line per system."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     systems = {n: v for n, v in _systems(result).items() if "sizes" in v}
     if not systems:
         return None
@@ -138,20 +143,12 @@ def plot_scale(result: dict[str, Any], out: Path) -> Path | None:
         axis.set_title(title)
         axis.grid(alpha=0.3)
         axis.legend()
-    figure.tight_layout()
-    path = out / "scale_latency.png"
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return _save(figure, out / "scale_latency.png")
 
 
 def plot_update(result: dict[str, Any], out: Path) -> Path | None:
     """Grouped bars of the update metrics, one group per metric, one bar per system."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     systems = {n: v for n, v in _systems(result).items() if "update_win" in v}
     if not systems:
         return None
@@ -165,11 +162,7 @@ def plot_update(result: dict[str, Any], out: Path) -> Path | None:
     axis.set_ylim(0, 1)
     axis.set_title("Fact updates (Letta dev set); higher is better for the first two")
     axis.legend()
-    figure.tight_layout()
-    path = out / "update_metrics.png"
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return _save(figure, out / "update_metrics.png")
 
 
 def _fmt(value: Any) -> str:
