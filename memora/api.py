@@ -432,20 +432,17 @@ class Memora:
         for unit in actives:
             if unit.id in merged:
                 continue
-            vector = self.embeddings.embed_array([unit.content])[0]
+            index = self.store.index_for(user_id)
+            stored_vector = index.vectors[index.row_of[unit.id]]  # no need to embed it again
+            candidate = MemoryCandidate(
+                content=unit.content, memory_type=unit.memory_type, thread_id=unit.thread_id
+            )
             others = [
                 n
-                for n in self._neighbours(
-                    user_id,
-                    MemoryCandidate(content=unit.content, thread_id=unit.thread_id),
-                    vector,
-                    now,
-                )
+                for n in self._neighbours(user_id, candidate, stored_vector, now)
                 if n.memory.id != unit.id and n.memory.id not in merged
             ]
-            decision = self.reconciler.decide(
-                MemoryCandidate(content=unit.content, memory_type=unit.memory_type), others
-            )
+            decision = self.reconciler.decide(candidate, others)
             if decision.action is ReconcileAction.SKIP:
                 for target in decision.target_ids:
                     self.store.update(

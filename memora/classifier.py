@@ -8,7 +8,6 @@ rejects nothing (the hard rules have already decided what must never be kept).
 from __future__ import annotations
 
 import logging
-from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
@@ -23,17 +22,7 @@ class SelectionVerdict(BaseModel):
     """The model's decision about one candidate."""
 
     store: bool = Field(description="true to keep the candidate in long-term memory")
-    reason: (
-        Literal[
-            "sensitive_data",
-            "instruction_like",
-            "user_refused",
-            "assistant_generated",
-            "ephemeral",
-            "too_vague",
-        ]
-        | None
-    ) = Field(default=None, description="why not, when store is false")
+    reason: RejectionReason | None = Field(default=None, description="why not, when store is false")
 
 
 class LLMMemoryClassifier:
@@ -54,4 +43,4 @@ class LLMMemoryClassifier:
             return None
         if verdict.store:
             return None
-        return RejectionReason(verdict.reason or RejectionReason.TOO_VAGUE.value)
+        return verdict.reason or RejectionReason.TOO_VAGUE

@@ -31,6 +31,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -287,6 +288,16 @@ def _at_thread_shutdown(callback: Callable[[], None]) -> None:
         register(callback)
 
 
+@dataclass(frozen=True)
+class _Bump:
+    """The user's and the store-wide generations around one write."""
+
+    before: int
+    after: int
+    store_before: int
+    store_after: int
+
+
 class _VectorWriter:
     """Writes vectors to Chroma from one background thread, batched, in submission order.
 
@@ -462,16 +473,22 @@ class LongTermMemoryStore:
         rows = self.db.query("SELECT generation FROM generations WHERE user_id = ?", (user_id,))
         return int(rows[0]["generation"]) if rows else 0
 
-    def _bump(self, conn: Any, user_id: str) -> int:
+    def _bump(self, conn: Any, user_id: str) -> _Bump:
+        """Advance the user's and the store-wide counters inside the write's transaction."""
+
+        def read(key: str) -> int:
+            row = conn.execute(
+                "SELECT generation FROM generations WHERE user_id = ?", (key,)
+            ).fetchone()
+            return int(row["generation"]) if row else 0
+
+        before, store_before = read(user_id), read(_STORE_WIDE)
         conn.executemany(
             "INSERT INTO generations VALUES (?, 1) ON CONFLICT(user_id)"
             " DO UPDATE SET generation = generation + 1",
             [(user_id,), (_STORE_WIDE,)],
         )
-        row = conn.execute(
-            "SELECT generation FROM generations WHERE user_id = ?", (user_id,)
-        ).fetchone()
-        return int(row["generation"])
+        return _Bump(before, before + 1, store_before, store_before + 1)
 
     def _load_index(self, user_id: str, generation: int) -> UserIndex:
         index = UserIndex(generation, self.spec.dimension)
@@ -525,14 +542,13 @@ class LongTermMemoryStore:
                 self._indexes[user_id] = index
             return index
 
-    def _after_write(self, user_id: str, before: int, after: int) -> UserIndex | None:
+    def _after_write(self, user_id: str, bump: _Bump) -> UserIndex | None:
         """The cached index to patch in place, or None when another process wrote meanwhile."""
-        store_generation = self._generation(_STORE_WIDE)
-        if store_generation == self._seen_store_generation + 1:
-            self._seen_store_generation = store_generation
+        if bump.store_before == self._seen_store_generation:
+            self._seen_store_generation = bump.store_after
         index = self._indexes.get(user_id)
-        if index is not None and index.generation == before:
-            index.generation = after
+        if index is not None and index.generation == bump.before:
+            index.generation = bump.after
             return index
         self._indexes.pop(user_id, None)
         return None
@@ -557,25 +573,18 @@ class LongTermMemoryStore:
             unit.embedding_model = self.spec.model_id
         with self._lock:
             with self.db.transaction() as conn:
-                before = self._read_generation(conn, user_id)
                 conn.executemany(
                     f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES"
                     f" ({', '.join('?' for _ in _COLUMNS)})",
                     [_row_values(unit) for unit in units],
                 )
-                after = self._bump(conn, user_id)
+                bump = self._bump(conn, user_id)
             self._vector_writer.submit(units, vectors)
-            index = self._after_write(user_id, before, after)
+            index = self._after_write(user_id, bump)
             if index is not None:
                 for unit, vector in zip(units, vectors, strict=True):
                     index.insert(unit, vector)
         return [unit.id for unit in units]
-
-    def _read_generation(self, conn: Any, user_id: str) -> int:
-        row = conn.execute(
-            "SELECT generation FROM generations WHERE user_id = ?", (user_id,)
-        ).fetchone()
-        return int(row["generation"]) if row else 0
 
     def _upsert_vectors(self, units: Sequence[MemoryUnit], vectors: np.ndarray) -> None:
         try:
@@ -611,13 +620,12 @@ class LongTermMemoryStore:
     def _rewrite(self, user_id: str, units: Sequence[MemoryUnit]) -> None:
         assignments = ", ".join(f"{name} = ?" for name in _COLUMNS[2:])
         with self.db.transaction() as conn:
-            before = self._read_generation(conn, user_id)
             conn.executemany(
                 f"UPDATE memories SET {assignments} WHERE id = ? AND user_id = ?",
                 [(*_row_values(unit)[2:], unit.id, user_id) for unit in units],
             )
-            after = self._bump(conn, user_id)
-        index = self._after_write(user_id, before, after)
+            bump = self._bump(conn, user_id)
+        index = self._after_write(user_id, bump)
         if index is not None:
             for unit in units:
                 index.replace(unit)
@@ -657,15 +665,14 @@ class LongTermMemoryStore:
             return 0
         now = utcnow().isoformat()
         with self._lock, self.db.transaction() as conn:
-            before = self._read_generation(conn, user_id)
             cursor = conn.executemany(
                 "UPDATE memories SET last_accessed_at = ?, access_count = access_count + 1"
                 " WHERE id = ? AND user_id = ?",
                 [(now, memory_id, user_id) for memory_id in ids],
             )
             touched = cursor.rowcount
-            after = self._bump(conn, user_id)
-        index = self._after_write(user_id, before, after)
+            bump = self._bump(conn, user_id)
+        index = self._after_write(user_id, bump)
         if index is not None:
             for memory_id in ids:
                 unit = index.units.get(memory_id)
@@ -717,7 +724,6 @@ class LongTermMemoryStore:
                 return []
             placeholders = ", ".join("?" for _ in chain_ids)
             with self.db.transaction() as conn:
-                before = self._read_generation(conn, user_id)
                 conn.execute(
                     f"DELETE FROM memories WHERE user_id = ? AND id IN ({placeholders})",
                     (user_id, *chain_ids),
@@ -729,14 +735,14 @@ class LongTermMemoryStore:
                         for deleted in chain_ids
                     ],
                 )
-                after = self._bump(conn, user_id)
+                bump = self._bump(conn, user_id)
             self.flush()
             try:
                 with self._chroma_lock:
                     self.collection.delete(ids=chain_ids)
             except Exception as error:  # text is already gone; a stray vector is unreachable
                 raise StoreError(f"memory deleted but its vectors remain: {error}") from None
-            index = self._after_write(user_id, before, after)
+            index = self._after_write(user_id, bump)
             if index is not None:
                 for deleted in chain_ids:
                     index.drop(deleted)
