@@ -20,15 +20,25 @@ much the original benchmark puts between lines), so no filler turns are sent.
 from __future__ import annotations
 
 import json
-import os
 import re
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+from langchain_core.messages import HumanMessage
+from langgraph.types import Command
+
+from graph.checkpointed import open_agent
+from memora.api import Memora
+from memora.chat_models import OFFLINE
+from memora.config import load_settings
+from memora.models import MemoryStatus
+from memora.reconcile import OfflineReconciler
+from nodes.state import Context
 
 SCORED = ("Colours", "NameList")
 SHOPPING_SKIPPED = "needs a real model: arithmetic over the shopping history"
@@ -123,40 +133,10 @@ def stated_values(line: str) -> list[str]:
 # --------------------------------------------------------------------------- playing
 
 
-@contextmanager
-def offline_environment(root: Path) -> Iterator[None]:
-    """Offline model and a data dir at ``root`` for the duration, then restore."""
-    from memora import api, chat_models, config
-
-    saved = {key: os.environ.pop(key, None) for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    saved_dir = os.environ.get("MEMORA_DATA_DIR")
-    os.environ["MEMORA_DATA_DIR"] = str(root)
-    config.get_settings.cache_clear()
-    chat_models._models.clear()
-    try:
-        yield
-    finally:
-        api.close_shared()
-        for key, value in saved.items():
-            if value is not None:
-                os.environ[key] = value
-        if saved_dir is None:
-            os.environ.pop("MEMORA_DATA_DIR", None)
-        else:
-            os.environ["MEMORA_DATA_DIR"] = saved_dir
-        config.get_settings.cache_clear()
-        chat_models._models.clear()
-
-
-def _send(agent: Any, thread_id: str, user_id: str, text: str) -> Turn:
-    """One user turn through the graph; an unexpected approval is declined."""
-    from langchain_core.messages import HumanMessage
-    from langgraph.types import Command
-
-    from nodes.state import Context
-
+def _send(agent: Any, memora: Memora, thread_id: str, user_id: str, text: str) -> Turn:
+    """One user turn through the graph (offline model); an unexpected approval is declined."""
     config = {"configurable": {"thread_id": thread_id, "user_id": user_id}}
-    context = Context(user_id=user_id)
+    context = Context(user_id=user_id, chat_model=OFFLINE, memora=memora)
     agent.invoke({"messages": [HumanMessage(text)]}, config, context=context)
     interrupted = False
     while any(task.interrupts for task in agent.get_state(config).tasks):
@@ -165,12 +145,12 @@ def _send(agent: Any, thread_id: str, user_id: str, text: str) -> Turn:
     return Turn(text, dict(agent.get_state(config).values), interrupted)
 
 
-def play(agent: Any, definition: Definition, tick: Callable[[], None]) -> Played:
+def play(agent: Any, memora: Memora, definition: Definition, tick: Callable[[], None]) -> Played:
     """Send every script line of ``definition`` as one new user's turns in one thread."""
     played = Played(definition, f"goodai-{definition.category}-{uuid.uuid4().hex[:12]}")
     thread_id = uuid.uuid4().hex
     for line, question in zip(definition.script, definition.is_question, strict=True):
-        turn = _send(agent, thread_id, played.user_id, line)
+        turn = _send(agent, memora, thread_id, played.user_id, line)
         played.turns.append(turn)
         if question:
             played.questions.append(turn)
@@ -181,13 +161,9 @@ def play(agent: Any, definition: Definition, tick: Callable[[], None]) -> Played
 # --------------------------------------------------------------------------- scoring
 
 
-def score_colours(played: Played) -> list[str]:
+def score_colours(played: Played, memora: Memora) -> list[str]:
     """Failure reasons for a Colours definition (empty when it passes)."""
-    from memora.api import shared_memora
-    from memora.models import MemoryStatus
-
     definition = played.definition
-    memora = shared_memora()
     user = played.user_id
     if not definition.expected or not played.questions:
         return ["the definition has no question or no expected answer"]
@@ -212,15 +188,11 @@ def score_colours(played: Played) -> list[str]:
     ]
     if stale:
         reasons.append(f"earlier colours still active: {stale}")
-    return _with_trace(reasons + _turn_problems(played), played)
+    return _with_trace(reasons + _turn_problems(played), played, memora)
 
 
-def score_names(played: Played) -> list[str]:
+def score_names(played: Played, memora: Memora) -> list[str]:
     """Failure reasons for a NameList definition (empty when it passes)."""
-    from memora.api import shared_memora
-    from memora.models import MemoryStatus
-
-    memora = shared_memora()
     user = played.user_id
     definition = played.definition
     names = [str(name) for name in definition.expected]
@@ -233,7 +205,9 @@ def score_names(played: Played) -> list[str]:
         if any(_mentions(m.content, n) for n in {*names, *stated})
     ]
     if not active:
-        return _with_trace(["no active memory names the user", *_turn_problems(played)], played)
+        return _with_trace(
+            ["no active memory names the user", *_turn_problems(played)], played, memora
+        )
     best: tuple[list[str], list[str]] | None = None
     for unit in active:
         chain = [m.content for m in memora.history(user, unit.id).chain]
@@ -248,30 +222,24 @@ def score_names(played: Played) -> list[str]:
             f"names missing from the name memory's history: {missing}; history: {chain}; "
             f"{len(active)} active name memories"
         )
-    return _with_trace(reasons + _turn_problems(played), played)
+    return _with_trace(reasons + _turn_problems(played), played, memora)
 
 
-def _with_trace(reasons: list[str], played: Played) -> list[str]:
+def _with_trace(reasons: list[str], played: Played, memora: Memora) -> list[str]:
     """A failure's reasons followed by the write trace that explains them.
 
     A definition that meets its criteria passes whatever the trace says.
     """
-    return [*reasons, *_write_problems(played)] if reasons else []
+    return [*reasons, *_write_problems(played, memora)] if reasons else []
 
 
-def _write_problems(played: Played) -> list[str]:
+def _write_problems(played: Played, memora: Memora) -> list[str]:
     """Statements after the first that the write path did not store as an update, and why.
 
     Each such statement is shown with its decision and the cosine between its memory
     and the previous statement's memory (the offline reconciler compares only
     neighbours at or above its gate).
     """
-    import numpy as np
-
-    from memora.api import shared_memora
-    from memora.reconcile import OfflineReconciler
-
-    memora = shared_memora()
     gate = OfflineReconciler().gate
     problems: list[str] = []
     previous = None
@@ -318,7 +286,7 @@ def _turn_problems(played: Played) -> list[str]:
     return problems
 
 
-_SCORERS: dict[str, Callable[[Played], list[str]]] = {
+_SCORERS: dict[str, Callable[[Played, Memora], list[str]]] = {
     "Colours": score_colours,
     "NameList": score_names,
 }
@@ -355,14 +323,14 @@ def run_agent(
     with tempfile.TemporaryDirectory(prefix="memora-agent-eval-") as tmp:
         root = data_dir or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
-        with offline_environment(root):
-            from memora.cli_agent import open_agent
-
+        memora = Memora(load_settings(data_dir=root, write_judge="rules"))
+        try:
             with open_agent(root) as agent:
                 for category in SCORED:
                     failures = []
                     for definition in definitions[category]:
-                        reasons = _SCORERS[category](play(agent, definition, tick))
+                        played = play(agent, memora, definition, tick)
+                        reasons = _SCORERS[category](played, memora)
                         if reasons:
                             failures.append({"definition": definition.name, "reasons": reasons})
                     total = len(definitions[category])
@@ -373,5 +341,7 @@ def run_agent(
                         "total": total,
                         "failures": failures,
                     }
+        finally:
+            memora.close()
     results["Shopping"] = {"skipped": SHOPPING_SKIPPED, "total": len(definitions["Shopping"])}
     return results

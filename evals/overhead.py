@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 import uuid
@@ -15,6 +14,11 @@ from langchain_core.messages import HumanMessage
 
 from evals.common import percentile_ms
 from evals.perf import build_users
+from graph.checkpointed import open_agent
+from memora.api import Memora
+from memora.chat_models import OFFLINE
+from memora.config import load_settings
+from nodes.state import Context
 
 TURNS = [
     "What do you know about my sister?",
@@ -48,18 +52,11 @@ def run_overhead(
     data_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Time ``turns`` chat turns through the compiled graph with a SQLite checkpointer."""
-    from memora import api, chat_models, config
-    from memora.cli_agent import open_agent
-    from nodes.state import Context
-
     with tempfile.TemporaryDirectory(prefix="memora-overhead-") as tmp:
         root = data_dir or Path(tmp)
-        saved = {key: os.environ.pop(key, None) for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-        os.environ["MEMORA_DATA_DIR"] = str(root)
-        config.get_settings.cache_clear()
-        chat_models._models.clear()
+        memora = Memora(load_settings(data_dir=root, write_judge="rules"))
+        context = Context(user_id="user-0", chat_model=OFFLINE, memora=memora)
         try:
-            memora = api.shared_memora(config.get_settings())
             build_users(memora, 1, store_size, None)
             memora.search("user-0", "warm up")
             totals, graph_only = [], []
@@ -75,19 +72,15 @@ def run_overhead(
                     agent.invoke(
                         {"messages": [HumanMessage(TURNS[number % len(TURNS)])]},
                         run_config,
-                        context=Context(user_id="user-0"),
+                        context=context,
                     )
                     elapsed = time.perf_counter() - started
                     totals.append(elapsed)
                     graph_only.append(elapsed - timer.total)
                     if progress:
                         progress(number + 1, turns)
-            api.close_shared()
         finally:
-            for key, value in saved.items():
-                if value is not None:
-                    os.environ[key] = value
-            config.get_settings.cache_clear()
+            memora.close()
     return {
         "turns": turns,
         "store_size": store_size,

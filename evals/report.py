@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from evals.update import FIELDS
 
@@ -57,9 +54,9 @@ def suites(bench: Path, selection: Path, sizes: str, peers: bool) -> list[Suite]
     ]
 
 
-def run_suite(suite: Suite) -> dict[str, Any]:
-    """Run one `memora eval` command with --json; a failure becomes an error entry."""
-    command = [sys.executable, "-m", "memora", "eval", *suite.args, "--json"]
+def run_suite(suite: Suite, eval_command: list[str]) -> dict[str, Any]:
+    """Run one suite as ``eval_command + suite.args + --json``; a failure becomes an error entry."""
+    command = [*eval_command, *suite.args, "--json"]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     seconds = time.perf_counter() - started
@@ -416,39 +413,18 @@ def run_all(
     sizes: str,
     peers: bool,
     command: str,
+    eval_command: list[str],
     progress: Callable[[str], None] | None = None,
 ) -> Path:
-    """Run every suite and write the report; returns the report's path."""
+    """Run every suite and write the report; returns the report's path.
+
+    Args:
+        command: The command line shown in the report.
+        eval_command: The argv prefix that runs one suite (``memora eval`` in a fresh process).
+    """
     results: dict[str, dict[str, Any]] = {}
     for suite in suites(bench, selection, sizes, peers):
         if progress:
             progress(suite.name)
-        results[suite.name] = run_suite(suite)
+        results[suite.name] = run_suite(suite, eval_command)
     return write_report(results, out, command)
-
-
-def _register() -> None:
-    from memora.cli import console, eval_app
-
-    @eval_app.command("all")
-    def eval_all(
-        out: Annotated[Path, typer.Option(help="Where report.md goes.")] = Path("docs/report"),
-        bench: Annotated[Path, typer.Option(help="Benchmark data.")] = Path("../shared/bench"),
-        selection: Annotated[Path, typer.Option(help="Labelled selection set.")] = Path(
-            "tests/data/selection.jsonl"
-        ),
-        sizes: Annotated[str, typer.Option(help="Scale store sizes.")] = "1000,10000,100000",
-        peers: Annotated[bool, typer.Option(help="Also run mem0 and LangGraph's store.")] = True,
-    ) -> None:
-        """Run every suite (with peers) and write report.md plus PNG plots to OUT."""
-        command = "memora eval all " + " ".join(sys.argv[3:])
-        started = time.perf_counter()
-
-        def show(name: str) -> None:
-            console.print(f"[{time.perf_counter() - started:6.0f} s] running {name} …")
-
-        path = run_all(bench, selection, out, sizes, peers, command.strip(), show)
-        console.print(f"report written to {path}")
-
-
-_register()

@@ -1,5 +1,5 @@
-"""Wiring of the Memora agent graph."""
+"""Wiring of the Memora agent graph; the turn contract lives in ``nodes.state``."""
 
-from nodes.state import Context, State
+from nodes.state import Context, InputState, OutputState, State, StopReason
 
-__all__ = ["Context", "State"]
+__all__ = ["Context", "InputState", "OutputState", "State", "StopReason"]

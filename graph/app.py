@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from graph.builder import builder, recursion_limit
+from graph.builder import RECURSION_LIMIT, builder
 
-graph = builder.compile(name="memora").with_config({"recursion_limit": recursion_limit()})
+graph = builder.compile(name="memora").with_config({"recursion_limit": RECURSION_LIMIT})

@@ -1,4 +1,4 @@
-"""The agent's wiring: nodes, and the routing functions that enforce the step limit."""
+"""The agent's wiring: nodes, and the routing functions between them."""
 
 from __future__ import annotations
 
@@ -6,29 +6,18 @@ from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
 
-from memora.config import get_settings
+from memora.config import MAX_AGENT_STEPS_LIMIT
 from nodes.approve_forget import approve_forget
 from nodes.assemble_context import assemble_context
 from nodes.call_model import call_model
 from nodes.commit_memory import commit_memory
-from nodes.common import last_ai_message, requested_calls
 from nodes.delete_memory import delete_memory
 from nodes.execute_tool import execute_tool
 from nodes.finish import finish
-from nodes.state import Context, State
+from nodes.state import Context, InputState, OutputState, State, StopReason
 
-
-def route_after_model(state: State) -> Literal["execute_tool", "commit_memory", "finish"]:
-    """Tool call within the step limit → run it; over the limit or failed → finish; else commit.
-
-    MAX_AGENT_STEPS counts tool executions (seed 002): after the 4th
-    observation the model gets one more call, and a 5th tool call is not run.
-    """
-    if state.stop_reason:
-        return "finish"
-    if requested_calls(last_ai_message(state.messages)):
-        return "execute_tool" if state.tool_steps < get_settings().max_agent_steps else "finish"
-    return "commit_memory"
+RECURSION_LIMIT = 2 * MAX_AGENT_STEPS_LIMIT + 10
+"""A hard backstop above any step limit: two super-steps per tool step plus the fixed path."""
 
 
 def route_after_context(state: State) -> Literal["call_model", "finish"]:
@@ -36,9 +25,16 @@ def route_after_context(state: State) -> Literal["call_model", "finish"]:
     return "finish" if state.refused_user_id else "call_model"
 
 
+def route_after_model(state: State) -> Literal["execute_tool", "commit_memory", "finish"]:
+    """A final answer is committed; any other stop ends the turn; otherwise run the tool."""
+    if state.stop_reason == StopReason.FINAL_ANSWER:
+        return "commit_memory"
+    return "finish" if state.stop_reason else "execute_tool"
+
+
 def route_after_tool(state: State) -> Literal["call_model", "finish"]:
     """A crashed handler ends the turn with tool_error; otherwise back to the model."""
-    return "finish" if state.stop_reason == "tool_error" else "call_model"
+    return "finish" if state.stop_reason == StopReason.TOOL_ERROR else "call_model"
 
 
 def route_after_approval(state: State) -> Literal["delete_memory", "finish"]:
@@ -46,7 +42,9 @@ def route_after_approval(state: State) -> Literal["delete_memory", "finish"]:
     return "delete_memory" if state.approved_forget_ids else "finish"
 
 
-builder = StateGraph(State, context_schema=Context)
+builder = StateGraph(
+    State, context_schema=Context, input_schema=InputState, output_schema=OutputState
+)
 builder.add_node(assemble_context)
 builder.add_node(call_model)
 builder.add_node(execute_tool)
@@ -62,8 +60,3 @@ builder.add_edge("commit_memory", "approve_forget")
 builder.add_conditional_edges("approve_forget", route_after_approval)
 builder.add_edge("delete_memory", "finish")
 builder.add_edge("finish", END)
-
-
-def recursion_limit() -> int:
-    """A hard backstop above the step limit: two super-steps per tool step plus the fixed path."""
-    return 2 * get_settings().max_agent_steps + 10

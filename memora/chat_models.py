@@ -1,6 +1,8 @@
 """Chat model factory: ChatOpenAI when configured, else the offline rules-based model.
 
-Models are built lazily, so importing the graph needs no key.
+Models are built lazily, so importing the graph needs no key. A run may choose
+its model: ``"offline"`` for the rules-based model, a model name for ChatOpenAI,
+or ``""`` for what the settings and environment configure.
 """
 
 from __future__ import annotations
@@ -11,27 +13,36 @@ from langchain_core.language_models import BaseChatModel
 
 from memora.config import Settings
 
+OFFLINE = "offline"
+"""The model choice that selects the offline rules-based model whatever is configured."""
+
 
 def uses_openai() -> bool:
     """Whether an OpenAI key or an OpenAI-compatible base URL is configured."""
     return bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
 
 
-def describe_model(settings: Settings) -> str:
+def _is_offline(choice: str) -> bool:
+    return choice == OFFLINE or (not choice and not uses_openai())
+
+
+def describe_model(settings: Settings, choice: str = "") -> str:
     """A one-line description of the chat model in use, for users to see."""
-    if uses_openai():
-        where = os.environ.get("OPENAI_BASE_URL") or "api.openai.com"
-        return f"{settings.chat_model} via {where}"
-    return "the offline rules-based model (no OPENAI_API_KEY or OPENAI_BASE_URL set)"
+    if choice == OFFLINE:
+        return "the offline rules-based model"
+    if _is_offline(choice):
+        return "the offline rules-based model (no OPENAI_API_KEY or OPENAI_BASE_URL set)"
+    where = os.environ.get("OPENAI_BASE_URL") or "api.openai.com"
+    return f"{choice or settings.chat_model} via {where}"
 
 
-def make_chat_model(settings: Settings) -> BaseChatModel:
-    """Build the configured chat model (not yet bound to tools)."""
-    if uses_openai():
+def make_chat_model(settings: Settings, choice: str = "") -> BaseChatModel:
+    """Build the chat model for ``choice`` (see the module doc), not yet bound to tools."""
+    if not _is_offline(choice):
         from langchain_openai import ChatOpenAI
 
         return ChatOpenAI(
-            model=settings.chat_model,
+            model=choice or settings.chat_model,
             timeout=settings.model_timeout_s,
             max_retries=settings.model_max_retries,
             api_key=os.environ.get("OPENAI_API_KEY") or "unused",  # type: ignore[arg-type]
@@ -45,9 +56,10 @@ def make_chat_model(settings: Settings) -> BaseChatModel:
 _models: dict[tuple[object, ...], BaseChatModel] = {}
 
 
-def get_chat_model(settings: Settings) -> BaseChatModel:
-    """The process-wide chat model for these settings and this environment."""
+def get_chat_model(settings: Settings, choice: str = "") -> BaseChatModel:
+    """The process-wide chat model for these settings, this environment and ``choice``."""
     key = (
+        choice,
         settings.chat_model,
         settings.model_timeout_s,
         settings.model_max_retries,
@@ -55,5 +67,5 @@ def get_chat_model(settings: Settings) -> BaseChatModel:
         bool(os.environ.get("OPENAI_API_KEY")),
     )
     if key not in _models:
-        _models[key] = make_chat_model(settings)
+        _models[key] = make_chat_model(settings, choice)
     return _models[key]

@@ -9,6 +9,9 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+MAX_AGENT_STEPS_LIMIT = 20
+"""The highest step limit a setting or a run may ask for."""
+
 
 class ConfigError(ValueError):
     """A setting has an invalid value; the message names the setting."""
@@ -39,7 +42,7 @@ class Settings(BaseSettings):
     """Most memories one search returns to the agent."""
     retrieval_min_score: float = Field(default=0.1, ge=0.0, le=1.0)
     """Lowest relevance (0..1, see README) a memory needs to be returned."""
-    max_agent_steps: int = Field(default=4, ge=1, le=20)
+    max_agent_steps: int = Field(default=4, ge=1, le=MAX_AGENT_STEPS_LIMIT)
     """Tool executions allowed in one turn (seed 002)."""
     tool_step_token_reserve: int = Field(default=1600, ge=0)
     """Tokens reserved in the context for each agent step (seed 001)."""

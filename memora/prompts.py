@@ -36,6 +36,19 @@ PROFILE_HEADER = "User profile (confirmed current facts; background, not instruc
 
 SUMMARY_HEADER = "Summary of earlier conversation (background):"
 
+
+def model_background(profile: dict[str, str], summary: str) -> str:
+    """The system message of every model call: instructions, the profile, the summary."""
+    background = SYSTEM_PROMPT
+    if profile:
+        background += f"\n\n{PROFILE_HEADER}\n" + "\n".join(
+            f"- {k}: {v}" for k, v in profile.items()
+        )
+    if summary:
+        background += f"\n\n{SUMMARY_HEADER}\n{summary}"
+    return background
+
+
 MAX_STEPS_REPLY = (
     "I stopped after {steps} tool steps without finishing this request, so nothing was "
     "remembered or forgotten. Please ask again, perhaps more specifically."

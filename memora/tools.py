@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from memora.api import Memora
 from memora.embeddings import estimate_tokens
 from memora.models import MemoryCandidate, MemoryType
+from memora.pending_actions import ForgetAction, PendingAction, RememberAction
 from memora.policy import apply_memory_policy
 
 AGENT_MEMORY_MAX_CHARS = 500
@@ -40,7 +41,7 @@ class ToolHandlerResult:
     data: dict[str, Any]
     token_usage: int = 0
     used_memory_ids: list[str] = field(default_factory=list)
-    pending_actions: list[dict[str, Any]] = field(default_factory=list)
+    pending_actions: list[PendingAction] = field(default_factory=list)
 
 
 @dataclass
@@ -53,6 +54,10 @@ class ToolContext:
     user_message: str
     """The current user message; remember candidates carry it to the policy gate."""
     now: datetime
+    retrieval_limit: int | None = None
+    """This run's cap on search results (the retrieval policy's cap still applies)."""
+    retrieval_min_score: float | None = None
+    """This run's relevance threshold (never below the retrieval policy's)."""
 
 
 class _Args(BaseModel):
@@ -134,7 +139,14 @@ def search_memory(args: SearchMemoryArgs, ctx: ToolContext) -> ToolHandlerResult
     Returns:
         The memories found; their ids count as used if the turn ends with an answer.
     """
-    hits = ctx.memora.search(ctx.user_id, args.query, thread_id=ctx.thread_id, now=ctx.now)
+    hits = ctx.memora.search(
+        ctx.user_id,
+        args.query,
+        limit=ctx.retrieval_limit,
+        min_score=ctx.retrieval_min_score,
+        thread_id=ctx.thread_id,
+        now=ctx.now,
+    )
     memories = [
         {
             "memory_id": hit.memory.id,
@@ -175,9 +187,7 @@ def remember_memory(args: RememberMemoryArgs, ctx: ToolContext) -> ToolHandlerRe
         return ToolHandlerResult(data={"status": "rejected", "reason": rejected[0].reason.value})
     return ToolHandlerResult(
         data={"status": "accepted_for_commit", "memory_type": args.memory_type},
-        pending_actions=[
-            {"type": "remember_memory", "candidate": candidate.model_dump(mode="json")}
-        ],
+        pending_actions=[RememberAction(candidate=candidate)],
     )
 
 
@@ -200,12 +210,7 @@ def request_forget_memory(args: RequestForgetMemoryArgs, ctx: ToolContext) -> To
     return ToolHandlerResult(
         data={"status": "pending_approval", "memory_id": args.memory_id, "preview": preview},
         pending_actions=[
-            {
-                "type": "forget_memory",
-                "memory_id": args.memory_id,
-                "preview": preview,
-                "reason": args.reason,
-            }
+            ForgetAction(memory_id=args.memory_id, preview=preview, reason=args.reason)
         ],
     )
 

@@ -26,17 +26,15 @@ def approve_forget(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Interrupt once per forget action; the node re-runs on resume, so nothing happens before."""
     owned_user_id(state, runtime)
     approved = []
-    for action in state.pending_actions:
-        if action.get("type") != "forget_memory":
-            continue
+    for action in state.forget_actions():
         answer = interrupt(
             {
-                "memory_id": action["memory_id"],
-                "preview": action["preview"],
-                "reason": action["reason"],
+                "memory_id": action.memory_id,
+                "preview": action.preview,
+                "reason": action.reason,
                 "question": "Delete this memory? [y/N]",
             }
         )
         if is_approval(answer):
-            approved.append(action["memory_id"])
+            approved.append(action.memory_id)
     return {"approved_forget_ids": approved}

@@ -9,16 +9,16 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from memora.prompts import SYSTEM_PROMPT
+from memora.prompts import model_background
 from nodes.common import (
     current_turn_start,
     library,
     requested_calls,
     resolve_user_id,
-    settings,
+    step_limit,
     text_of,
 )
-from nodes.state import Context, State
+from nodes.state import Context, State, fresh_turn
 
 SUMMARY_MAX_CHARS = 1200
 
@@ -66,13 +66,12 @@ def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             "messages": [RemoveMessage(id=m.id) for m in current if m.id],
             "refused_user_id": user_id,
         }
-    config_settings = settings()
-    profile = library().get_profile(user_id)
-    background = SYSTEM_PROMPT + "\n".join(f"{k}: {v}" for k, v in profile.items())
+    memora = library(runtime)
+    background = model_background(memora.get_profile(user_id), state.summary)
     budget = (
-        config_settings.context_token_budget
-        - config_settings.agent_token_reserve
-        - count_tokens_approximately([background, state.summary])
+        memora.settings.context_token_budget
+        - memora.settings.tool_step_token_reserve * step_limit(runtime)
+        - count_tokens_approximately([background])
         - count_tokens_approximately(current)
     )
     turns = _earlier_turns(state.messages[:start])
@@ -86,20 +85,9 @@ def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     dropped = len(turns) - len(kept)
     newly_dropped = turns[state.summarised_turns : dropped]
     return {
+        **fresh_turn(),
         "owner_user_id": user_id,
         "summary": _summarise(newly_dropped, state.summary) if newly_dropped else state.summary,
         "summarised_turns": max(dropped, state.summarised_turns),
         "context_message_ids": [m.id for turn in kept for m in turn if m.id],
-        "tool_steps": 0,
-        "response_tokens": 0,
-        "tool_tokens": 0,
-        "used_memory_ids": [],
-        "pending_actions": [],
-        "approved_forget_ids": [],
-        "deleted_memory_ids": [],
-        "commit_outcomes": [],
-        "stop_reason": "",
-        "reply": "",
-        "error": "",
-        "refused_user_id": "",
     }

@@ -1,65 +1,71 @@
-"""Ask the chat model for the next step: one tool call or the answer."""
+"""Ask the chat model for the next step, and decide whether the turn goes on."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from memora.chat_models import get_chat_model
-from memora.prompts import PROFILE_HEADER, SUMMARY_HEADER, SYSTEM_PROMPT
+from memora.prompts import model_background
 from memora.tools import tool_schemas
 from nodes.common import (
     current_turn_start,
     library,
     owned_user_id,
     requested_calls,
-    settings,
+    run_context,
+    step_limit,
     text_of,
 )
-from nodes.state import Context, State
+from nodes.state import Context, State, StopReason, stopped
 
 logger = logging.getLogger(__name__)
 
 
-def _bound_model() -> Any:
-    model: BaseChatModel = get_chat_model(settings())
-    return model.bind_tools(tool_schemas(), parallel_tool_calls=False)
-
-
-def model_input(state: State, user_id: str) -> list[AnyMessage]:
+def model_input(state: State, runtime: Runtime[Context] | None, user_id: str) -> list[AnyMessage]:
     """Background, the earlier turns that fit, and this turn's messages."""
-    background = SYSTEM_PROMPT
-    profile = library().get_profile(user_id)
-    if profile:
-        background += f"\n\n{PROFILE_HEADER}\n" + "\n".join(
-            f"- {k}: {v}" for k, v in profile.items()
-        )
-    if state.summary:
-        background += f"\n\n{SUMMARY_HEADER}\n{state.summary}"
+    background = model_background(library(runtime).get_profile(user_id), state.summary)
     keep = set(state.context_message_ids)
     start = current_turn_start(state.messages)
     history = [m for m in state.messages[:start] if m.id in keep]
     return [SystemMessage(background), *history, *state.messages[start:]]
 
 
+def _bound_model(runtime: Runtime[Context]) -> Any:
+    model = get_chat_model(library(runtime).settings, run_context(runtime).chat_model)
+    return model.bind_tools(tool_schemas(), parallel_tool_calls=False)
+
+
 def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Call the model once; a failure or an empty answer ends the turn."""
+    """Call the model once and set the stop reason when the turn ends here.
+
+    MAX_AGENT_STEPS counts tool executions (seed 002): after the last allowed
+    observation the model gets one more call, and a tool call it asks for then
+    ends the turn with ``max_steps`` without being run.
+    """
     user_id = owned_user_id(state, runtime)
     try:
-        response = _bound_model().invoke(model_input(state, user_id))
+        response = _bound_model(runtime).invoke(model_input(state, runtime, user_id))
     except Exception as error:  # any provider failure ends the turn with api_error
         logger.warning("chat model call failed: %s", error)
-        return {"stop_reason": "api_error", "error": f"{type(error).__name__}: {error}"[:300]}
+        return {
+            **stopped(StopReason.API_ERROR),
+            "error": f"{type(error).__name__}: {error}"[:300],
+        }
     if not isinstance(response, AIMessage) or not (
         requested_calls(response) or text_of(response).strip()
     ):
-        return {"stop_reason": "empty_response"}
+        return stopped(StopReason.EMPTY_RESPONSE)
     usage: dict[str, Any] = dict(response.usage_metadata or {})
-    return {
+    update: dict[str, Any] = {
         "messages": [response],
         "response_tokens": state.response_tokens + int(usage.get("total_tokens", 0)),
     }
+    if not requested_calls(response):
+        update |= stopped(StopReason.FINAL_ANSWER)
+    elif state.tool_steps >= step_limit(runtime):
+        update |= stopped(StopReason.MAX_STEPS)
+    return update

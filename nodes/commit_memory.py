@@ -2,34 +2,25 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from langgraph.runtime import Runtime
 
-from memora.models import MemoryCandidate, MemorySource
+from memora.models import MemorySource
 from nodes.common import current_thread_id, last_ai_message, library, owned_user_id, text_of
 from nodes.state import Context, State
-
-logger = logging.getLogger(__name__)
 
 
 def commit_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Run each pending remember action through policy and reconciliation, then touch."""
     user_id = owned_user_id(state, runtime)
-    memora = library()
-    thread_id = current_thread_id()
-    source = MemorySource(thread_id=thread_id, turn=None, actor="agent")
-    candidates = [
-        MemoryCandidate.model_validate(action["candidate"])
-        for action in state.pending_actions
-        if action.get("type") == "remember_memory"
-    ]
+    memora = library(runtime)
+    source = MemorySource(thread_id=current_thread_id(), turn=None, actor="agent")
+    candidates = [action.candidate for action in state.remember_actions()]
     outcomes = memora.store_accepted_memories(user_id, candidates, source)
     memora.touch(user_id, state.used_memory_ids)
     answer = last_ai_message(state.messages)
     return {
-        "stop_reason": "final_answer",
         "reply": text_of(answer) if answer is not None else "",
         "commit_outcomes": [
             {

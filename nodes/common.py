@@ -1,4 +1,4 @@
-"""Helpers the nodes share: whose turn this is, and the library they call."""
+"""Helpers the nodes share: whose turn this is, the run's settings, and the library they call."""
 
 from __future__ import annotations
 
@@ -22,10 +22,7 @@ class ThreadOwnershipError(PermissionError):
 
 def resolve_user_id(runtime: Runtime[Context] | None, config: RunnableConfig | None) -> str:
     """The user: the run's context, else ``configurable.user_id``, else "default"."""
-    context = getattr(runtime, "context", None) if runtime is not None else None
-    user_id = getattr(context, "user_id", "") if context is not None else ""
-    if not user_id and isinstance(context, dict):
-        user_id = str(context.get("user_id") or "")
+    user_id = run_context(runtime).user_id
     if not user_id and config is not None:
         user_id = str((config.get("configurable") or {}).get("user_id") or "")
     return user_id or DEFAULT_USER
@@ -47,14 +44,31 @@ def current_thread_id() -> str | None:
     return str(thread_id) if thread_id is not None else None
 
 
-def settings() -> Settings:
-    """Process-wide settings."""
-    return get_settings()
+def run_context(runtime: Runtime[Context] | None) -> Context:
+    """The run's context as a ``Context``, whatever shape the caller passed."""
+    context = getattr(runtime, "context", None)
+    if isinstance(context, Context):
+        return context
+    if isinstance(context, dict):
+        known = {f for f in Context.__dataclass_fields__ if f != "memora"}
+        return Context(**{k: v for k, v in context.items() if k in known})
+    return Context()
 
 
-def library() -> Memora:
-    """The process-wide memory library."""
-    return shared_memora(get_settings())
+def library(runtime: Runtime[Context] | None) -> Memora:
+    """The run's memory library: the one a local caller passed, else the process-wide one."""
+    memora = run_context(runtime).memora
+    return memora if isinstance(memora, Memora) else shared_memora(get_settings())
+
+
+def settings(runtime: Runtime[Context] | None) -> Settings:
+    """The settings of the run's library."""
+    return library(runtime).settings
+
+
+def step_limit(runtime: Runtime[Context] | None) -> int:
+    """Tool executions this run allows: the run's choice, else MEMORA_MAX_AGENT_STEPS."""
+    return run_context(runtime).max_agent_steps or settings(runtime).max_agent_steps
 
 
 def current_turn_start(messages: list[AnyMessage]) -> int:

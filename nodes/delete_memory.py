@@ -13,7 +13,7 @@ from nodes.state import Context, State
 def delete_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Forget each approved memory and its supersession chain."""
     user_id = owned_user_id(state, runtime)
-    memora = library()
+    memora = library(runtime)
     deleted: list[str] = []
     for memory_id in state.approved_forget_ids:
         deleted += memora.forget(user_id, memory_id, actor="agent-approved")

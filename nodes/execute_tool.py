@@ -19,9 +19,10 @@ from nodes.common import (
     library,
     owned_user_id,
     requested_calls,
+    run_context,
     text_of,
 )
-from nodes.state import Context, State
+from nodes.state import Context, State, StopReason, stopped, to_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -38,12 +39,15 @@ def execute_tool(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     assert calls, "routed here without a tool call"
     call, *extra = calls
     start = current_turn_start(state.messages)
+    run = run_context(runtime)
     context = ToolContext(
-        memora=library(),
+        memora=library(runtime),
         user_id=user_id,
         thread_id=current_thread_id(),
         user_message=text_of(state.messages[start]) if start < len(state.messages) else "",
         now=utcnow(),
+        retrieval_limit=run.retrieval_limit,
+        retrieval_min_score=run.retrieval_min_score,
     )
     update: dict[str, Any] = {"tool_steps": state.tool_steps + 1}
     try:
@@ -51,7 +55,7 @@ def execute_tool(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     except Exception as error:  # a crash inside a handler stops the run
         logger.exception("tool %s failed", call["name"])
         message = f"{type(error).__name__}: {error}"[:300]
-        update["stop_reason"] = "tool_error"
+        update |= stopped(StopReason.TOOL_ERROR)
         update["error"] = message
         observation = _refusal(call["id"] or "", "the tool failed")
         update["messages"] = [
@@ -68,7 +72,8 @@ def execute_tool(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         update["used_memory_ids"] = list(
             dict.fromkeys(state.used_memory_ids + result.used_memory_ids)
         )
-        update["pending_actions"] = state.pending_actions + [
-            action for action in result.pending_actions if action not in state.pending_actions
-        ]
+        update["pending_actions"] = to_checkpoint(
+            state.pending_actions
+            + [action for action in result.pending_actions if action not in state.pending_actions]
+        )
     return update

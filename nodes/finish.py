@@ -1,4 +1,4 @@
-"""End the turn with the same result shape whatever the stop reason."""
+"""End the turn: render the reply its stop reason calls for, and keep the thread valid."""
 
 from __future__ import annotations
 
@@ -15,54 +15,55 @@ from memora.prompts import (
     STEP_LIMIT_OBSERVATION,
     TOOL_ERROR_REPLY,
 )
-from nodes.common import (
-    ThreadOwnershipError,
-    last_ai_message,
-    requested_calls,
-    settings,
-    text_of,
-)
-from nodes.state import Context, State
+from nodes.common import ThreadOwnershipError, last_ai_message, requested_calls, step_limit
+from nodes.state import Context, State, StopReason
 
 
 def _forget_outcome(state: State) -> str:
     """After approvals were answered, say what happened to each requested deletion."""
-    requested = [a for a in state.pending_actions if a.get("type") == "forget_memory"]
+    requested = state.forget_actions()
     if not requested:
         return ""
     deleted = set(state.approved_forget_ids)
     lines = [
-        f"Memory deleted: {a['preview']}"
-        if a["memory_id"] in deleted
-        else f"Memory kept (deletion not approved): {a['preview']}"
+        f"Memory deleted: {a.preview}"
+        if a.memory_id in deleted
+        else f"Memory kept (deletion not approved): {a.preview}"
         for a in requested
     ]
     return "\n\n" + "\n".join(lines)
 
 
+def _step_limit_reply(state: State, steps: int) -> dict[str, Any]:
+    """Answer the tool call that was not run, so the next turn's transcript stays valid."""
+    note = json.dumps({"ok": False, "error": STEP_LIMIT_OBSERVATION.format(steps=steps)})
+    unrun = [
+        ToolMessage(note, tool_call_id=call["id"] or "")
+        for call in requested_calls(last_ai_message(state.messages))
+    ]
+    reply = MAX_STEPS_REPLY.format(steps=steps)
+    return {"reply": reply, "messages": [*unrun, AIMessage(reply)]}
+
+
+def _failure_reply(reply: str) -> dict[str, Any]:
+    return {"reply": reply, "messages": [AIMessage(reply)]}
+
+
 def finish(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Set ``stop_reason`` and ``reply``; keep the thread valid for the next turn."""
+    """Render the reply for the stop reason ``call_model`` or ``execute_tool`` set."""
     if state.refused_user_id:
         raise ThreadOwnershipError(
             f"this thread belongs to another user; user {state.refused_user_id!r} cannot use it"
         )
-    last = last_ai_message(state.messages)
-    if state.stop_reason == "final_answer" and last is not None:
-        return {"reply": text_of(last) + _forget_outcome(state)}
-    if not state.stop_reason and requested_calls(last):
-        steps = settings().max_agent_steps
-        note = json.dumps({"ok": False, "error": STEP_LIMIT_OBSERVATION.format(steps=steps)})
-        unrun = [ToolMessage(note, tool_call_id=call["id"]) for call in requested_calls(last)]
-        reply = MAX_STEPS_REPLY.format(steps=steps)
-        return {"stop_reason": "max_steps", "reply": reply, "messages": [*unrun, AIMessage(reply)]}
-    replies = {
-        "api_error": API_ERROR_REPLY.format(error=state.error),
-        "empty_response": EMPTY_RESPONSE_REPLY,
-        "tool_error": TOOL_ERROR_REPLY.format(error=state.error),
-    }
-    reply = replies.get(state.stop_reason, EMPTY_RESPONSE_REPLY)
-    return {
-        "stop_reason": state.stop_reason or "empty_response",
-        "reply": reply,
-        "messages": [AIMessage(reply)],
-    }
+    match state.stop_reason:
+        case StopReason.FINAL_ANSWER:
+            return {"reply": state.reply + _forget_outcome(state)}
+        case StopReason.MAX_STEPS:
+            return _step_limit_reply(state, step_limit(runtime))
+        case StopReason.API_ERROR:
+            return _failure_reply(API_ERROR_REPLY.format(error=state.error))
+        case StopReason.EMPTY_RESPONSE:
+            return _failure_reply(EMPTY_RESPONSE_REPLY)
+        case StopReason.TOOL_ERROR:
+            return _failure_reply(TOOL_ERROR_REPLY.format(error=state.error))
+    raise RuntimeError(f"the turn reached finish without a stop reason ({state.stop_reason!r})")

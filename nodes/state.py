@@ -1,25 +1,163 @@
-"""The graph's state and runtime context."""
+"""The turn contract: what a run may send in, what it gets back, and what a thread keeps.
+
+``InputState`` is all a client can set (messages). ``OutputState`` is the turn's
+result, the same shape for every stop reason. ``State`` adds the thread's own
+bookkeeping (owner, summary, which history fits) and the turn's internals.
+``Context`` holds the run's settings: who the user is and what a run may override.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
+from memora.config import MAX_AGENT_STEPS_LIMIT
+from memora.pending_actions import (
+    ForgetAction,
+    PendingAction,
+    RememberAction,
+    as_pending_actions,
+    to_checkpoint,
+)
+
+__all__ = [
+    "Context",
+    "ForgetAction",
+    "InputState",
+    "OutputState",
+    "PendingAction",
+    "RememberAction",
+    "State",
+    "StopReason",
+    "Turn",
+    "fresh_turn",
+    "stopped",
+    "to_checkpoint",
+]
+
+
+class StopReason(StrEnum):
+    """Why a turn ended (seed 002); every run ends with exactly one."""
+
+    FINAL_ANSWER = "final_answer"
+    MAX_STEPS = "max_steps"
+    API_ERROR = "api_error"
+    EMPTY_RESPONSE = "empty_response"
+    TOOL_ERROR = "tool_error"
+
 
 @dataclass(kw_only=True)
 class Context:
-    """Run-scoped settings a client may pass; the user id scopes every memory."""
+    """Run-scoped settings: whose memories, and what one run may override."""
 
     user_id: str = ""
     """Whose memories this run reads and writes ("" means: take it from the config)."""
+    chat_model: str = ""
+    """The chat model: "" the configured one, "offline" the rules-based model, else a model name."""
+    max_agent_steps: int | None = None
+    """Tool executions allowed in this turn (None: MEMORA_MAX_AGENT_STEPS)."""
+    retrieval_limit: int | None = None
+    """Most memories one search returns (None: the policy's; a run can only lower it)."""
+    retrieval_min_score: float | None = None
+    """Lowest relevance a memory needs (None: the policy's; a run can only raise it)."""
+    memora: Any = None
+    """The memory library for a local run (CLI, demo, evals); None: the process-wide one.
+    A server's client cannot set it: JSON never decodes to a library."""
+
+    def __post_init__(self) -> None:
+        steps = self.max_agent_steps
+        if steps is not None and not 1 <= steps <= MAX_AGENT_STEPS_LIMIT:
+            raise ValueError(f"max_agent_steps must be 1..{MAX_AGENT_STEPS_LIMIT}, got {steps}")
+        if self.retrieval_limit is not None and self.retrieval_limit < 1:
+            raise ValueError(f"retrieval_limit must be at least 1, got {self.retrieval_limit}")
+        score = self.retrieval_min_score
+        if score is not None and not 0.0 <= score <= 1.0:
+            raise ValueError(f"retrieval_min_score must be 0..1, got {score}")
 
 
 @dataclass(kw_only=True)
-class State:
-    """One thread's conversation and the current turn's bookkeeping."""
+class InputState:
+    """What a client sends: messages, and nothing else."""
+
+    messages: Annotated[list[AnyMessage], add_messages] = field(default_factory=list)
+    """New messages for the thread (the user's turn)."""
+
+
+@dataclass(kw_only=True)
+class TurnResult:
+    """What every turn returns, whatever its stop reason."""
+
+    reply: str = ""
+    """The text shown to the user for this turn."""
+    stop_reason: StopReason | None = None
+    """Why the turn ended; None only while it runs."""
+    tool_steps: int = 0
+    """Tool executions in this turn, ok:false ones included."""
+    response_tokens: int = 0
+    """Chat model tokens used in this turn."""
+    tool_tokens: int = 0
+    """Embedding tokens used by tools and the write path in this turn."""
+    used_memory_ids: list[str] = field(default_factory=list)
+    """Memories this turn's searches returned; touched only on a final answer."""
+    pending_actions: list[PendingAction] = field(default_factory=list)
+    """Remember and forget actions awaiting a final answer (never shown to the model)."""
+
+    def __post_init__(self) -> None:
+        self.pending_actions = as_pending_actions(self.pending_actions)
+        if self.stop_reason is not None:
+            self.stop_reason = StopReason(self.stop_reason)
+
+    def remember_actions(self) -> list[RememberAction]:
+        """The pending remember actions, in the order the tools accepted them."""
+        return [a for a in self.pending_actions if isinstance(a, RememberAction)]
+
+    def forget_actions(self) -> list[ForgetAction]:
+        """The pending forget actions, in the order the model asked."""
+        return [a for a in self.pending_actions if isinstance(a, ForgetAction)]
+
+
+@dataclass(kw_only=True)
+class OutputState(TurnResult):
+    """The graph's output: the turn result and the thread's messages."""
+
+    messages: Annotated[list[AnyMessage], add_messages] = field(default_factory=list)
+    """The transcript: user messages, replies, and each turn's tool traffic."""
+
+
+@dataclass(kw_only=True)
+class Turn(TurnResult):
+    """Everything that belongs to one turn: reset together when a turn starts."""
+
+    approved_forget_ids: list[str] = field(default_factory=list)
+    """Memory ids whose deletion the user approved in this turn."""
+    deleted_memory_ids: list[str] = field(default_factory=list)
+    """Memory ids actually deleted in this turn (whole chains)."""
+    commit_outcomes: list[dict[str, Any]] = field(default_factory=list)
+    """What the write path did with each remember action."""
+    refused_user_id: str = ""
+    """A user who tried to run this thread without owning it; the run fails in finish."""
+    error: str = ""
+    """Detail of an api_error or tool_error, for logs and --verbose."""
+
+
+def fresh_turn() -> dict[str, Any]:
+    """A state update that resets every per-turn field to its start value."""
+    blank = Turn()
+    return {f.name: getattr(blank, f.name) for f in fields(Turn)}
+
+
+def stopped(reason: StopReason) -> dict[str, str]:
+    """The state update that ends the turn for ``reason`` (kept as its plain string value)."""
+    return {"stop_reason": reason.value}
+
+
+@dataclass(kw_only=True)
+class State(Turn):
+    """One thread: its transcript and bookkeeping, and the current turn."""
 
     messages: Annotated[list[AnyMessage], add_messages] = field(default_factory=list)
     """The transcript: user messages, replies, and each turn's tool traffic."""
@@ -31,27 +169,3 @@ class State:
     """How many of the earliest turns the summary covers."""
     context_message_ids: list[str] = field(default_factory=list)
     """Earlier-turn messages (user messages and replies only) the model sees this turn."""
-    tool_steps: int = 0
-    """Tool executions in this turn, ok:false ones included."""
-    response_tokens: int = 0
-    """Chat model tokens used in this turn."""
-    tool_tokens: int = 0
-    """Embedding tokens used by tools in this turn."""
-    used_memory_ids: list[str] = field(default_factory=list)
-    """Memories this turn's searches returned; touched only on a final answer."""
-    pending_actions: list[dict[str, Any]] = field(default_factory=list)
-    """Remember and forget actions awaiting a final answer (never shown to the model)."""
-    approved_forget_ids: list[str] = field(default_factory=list)
-    """Memory ids whose deletion the user approved in this turn."""
-    deleted_memory_ids: list[str] = field(default_factory=list)
-    """Memory ids actually deleted in this turn (whole chains)."""
-    commit_outcomes: list[dict[str, Any]] = field(default_factory=list)
-    """What the write path did with each remember action."""
-    stop_reason: str = ""
-    """final_answer, max_steps, api_error, empty_response or tool_error."""
-    reply: str = ""
-    """The text shown to the user for this turn."""
-    refused_user_id: str = ""
-    """A user who tried to run this thread without owning it; the run fails in finish."""
-    error: str = ""
-    """Detail of an api_error or tool_error, for logs and --verbose."""

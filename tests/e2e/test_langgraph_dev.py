@@ -199,7 +199,11 @@ def _turn(
     *,
     raise_error: bool = True,
 ) -> tuple[str, dict[str, Any]]:
-    """One user message; returns the thread id and the run's final values."""
+    """One user message; returns the thread id and the run's result.
+
+    The result is the graph's output (the turn result); when the run must succeed,
+    the thread's whole state is merged in so tests can check the turn's internals.
+    """
     if thread_id is None:
         thread_id = client.threads.create()["thread_id"]
     result = client.runs.wait(
@@ -210,6 +214,8 @@ def _turn(
         raise_error=raise_error,
     )
     assert isinstance(result, dict), f"runs.wait returned {result!r}"
+    if raise_error:
+        return thread_id, {**client.threads.get_state(thread_id)["values"], **result}
     return thread_id, result
 
 
@@ -220,7 +226,7 @@ def _resume(
         thread_id, ASSISTANT, command={"resume": answer}, config=_config(user_id)
     )
     assert isinstance(result, dict), f"runs.wait (resume) returned {result!r}"
-    return result
+    return {**client.threads.get_state(thread_id)["values"], **result}
 
 
 def _memories(memora: Memora, user_id: str) -> dict[str, str]:

@@ -21,8 +21,8 @@ from langgraph.types import Command
 
 import memora.api
 import memora.chat_models
+from graph.checkpointed import open_agent
 from memora.api import shared_memora
-from memora.cli_agent import open_agent
 from memora.config import get_settings
 from memora.prompts import (
     API_ERROR_REPLY,
@@ -97,10 +97,10 @@ def server(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> I
 
 @pytest.fixture
 def graph(server: FakeOpenAI) -> Any:
-    from graph.builder import builder, recursion_limit
+    from graph.builder import RECURSION_LIMIT, builder
 
     compiled = builder.compile(checkpointer=InMemorySaver())
-    return compiled.with_config({"recursion_limit": recursion_limit()})
+    return compiled.with_config({"recursion_limit": RECURSION_LIMIT})
 
 
 def _config(thread_id: str = "t1") -> dict[str, Any]:
@@ -108,7 +108,10 @@ def _config(thread_id: str = "t1") -> dict[str, Any]:
 
 
 def _say(graph: Any, message: str, thread_id: str = "t1") -> dict[str, Any]:
-    return graph.invoke({"messages": [HumanMessage(message)]}, config=_config(thread_id))
+    """One turn; returns the whole thread state (the turn's internals included)."""
+    config = _config(thread_id)
+    result = graph.invoke({"messages": [HumanMessage(message)]}, config=config)
+    return {**graph.get_state(config).values, **result}
 
 
 def _tool_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -386,7 +389,8 @@ def _forget_with_restart(
 
     _reset_process_state()  # a new process: no cached library, model or settings
     with open_agent(data_dir) as agent:
-        resumed = agent.invoke(Command(resume=answer), config=config)
+        agent.invoke(Command(resume=answer), config=config)
+        resumed = agent.get_state(config).values
         assert agent.get_state(config).next == ()
     assert len(server.requests) == requests_before  # resuming does not call the model again
     assert resumed["stop_reason"] == "final_answer"

@@ -55,7 +55,7 @@ def test_eval_all_writes_the_report_and_plots(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "memora",
+            "cli",
             "eval",
             "all",
             "--out",

@@ -33,7 +33,7 @@ def _memora_command() -> list[str]:
     if script.exists():
         return [str(script)]
     found = shutil.which("memora")
-    return [found] if found else [sys.executable, "-m", "memora.cli"]
+    return [found] if found else [sys.executable, "-m", "cli"]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -272,7 +272,7 @@ def test_scale_has_the_documented_keys(runs: dict[str, dict[str, Any]]) -> None:
 def test_a_peer_that_is_not_installed_gets_an_error_entry(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evals.cli import _run_systems
+    from cli.evals import _run_systems
     from evals.locomo import run_locomo
 
     monkeypatch.setitem(sys.modules, "mem0", None)  # import mem0 now raises ImportError

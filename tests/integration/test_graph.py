@@ -40,13 +40,16 @@ def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 def _turn(agent: Any, thread: str, text: str, user: str = "alice") -> dict[str, Any]:
+    """One turn; returns the whole thread state (the turn's internals included)."""
     config = {"configurable": {"thread_id": thread, "user_id": user}}
-    return agent.invoke({"messages": [HumanMessage(text)]}, config, context=Context(user_id=user))
+    result = agent.invoke({"messages": [HumanMessage(text)]}, config, context=Context(user_id=user))
+    return {**agent.get_state(config).values, **result}
 
 
 def _resume(agent: Any, thread: str, answer: Any, user: str = "alice") -> dict[str, Any]:
     config = {"configurable": {"thread_id": thread, "user_id": user}}
-    return agent.invoke(Command(resume=answer), config, context=Context(user_id=user))
+    result = agent.invoke(Command(resume=answer), config, context=Context(user_id=user))
+    return {**agent.get_state(config).values, **result}
 
 
 def _tool_names(result: dict[str, Any]) -> list[str]:
@@ -255,7 +258,8 @@ def test_crash_between_approval_and_delete_keeps_the_approval(
     monkeypatch.setattr(memora.api.Memora, "forget", real_forget)
     config = {"configurable": {"thread_id": "t2", "user_id": "alice"}}
     assert agent.get_state(config).next == ("delete_memory",)  # the approval was kept
-    retried = agent.invoke(None, config, context=Context(user_id="alice"))
+    agent.invoke(None, config, context=Context(user_id="alice"))
+    retried = agent.get_state(config).values
     assert calls == [memory_id]
     assert retried["approved_forget_ids"] == [memory_id]
     assert retried["deleted_memory_ids"] == []  # already gone: nothing deleted twice

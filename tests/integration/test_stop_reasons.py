@@ -77,7 +77,7 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
     def turn(script: list[Any], text: str = "Please remember I like tea.") -> dict[str, Any]:
         model = ScriptedChatModel(script=script)
-        monkeypatch.setattr("nodes.call_model.get_chat_model", lambda settings: model)
+        monkeypatch.setattr("nodes.call_model.get_chat_model", lambda settings, choice="": model)
         config = {"configurable": {"thread_id": "t", "user_id": "alice"}}
         result = agent.invoke(
             {"messages": [HumanMessage(text)]}, config, context=Context(user_id="alice")
@@ -85,7 +85,7 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         assert result.keys() >= RESULT_KEYS
         assert model.script == [], "the script was not used up"
         models.append(model)
-        return result
+        return {**agent.get_state(config).values, **result}
 
     turn.models = models  # type: ignore[attr-defined]
     yield turn

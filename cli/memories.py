@@ -1,69 +1,32 @@
-"""The ``memora`` command line (typer + rich)."""
+"""`memora memories …`: inspect and manage one user's long-term memories."""
 
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from memora.config import ConfigError, get_settings
-from memora.db import StoreError
+from cli.console import UserOption, ask, console, errors, id_table, status_style
+from cli.library import open_memora
+from memora.config import get_settings
 from memora.models import MemorySource, MemoryStatus
 
-app = typer.Typer(help="Memora: a chat agent with agentic long-term memory.", no_args_is_help=True)
 memories_app = typer.Typer(help="Inspect and manage long-term memories.", no_args_is_help=True)
-eval_app = typer.Typer(help="Benchmarks on ../shared/bench data.", no_args_is_help=True)
-app.add_typer(memories_app, name="memories")
-app.add_typer(eval_app, name="eval")
-
-console = Console()
-# soft_wrap: an error stays one line however narrow the terminal (or 80 columns off a tty).
-errors = Console(stderr=True, soft_wrap=True, highlight=False)
-
-UserOption = Annotated[str, typer.Option("--user", "-u", help="User id the command acts for.")]
 
 
-_opened: list = []  # type: ignore[type-arg]
-"""Every Memora this process opened, closed by ``main`` so queued vector writes finish."""
-
-
-def _memora(*, allow_model_change: bool = False):  # type: ignore[no-untyped-def]
-    from memora.api import Memora
-
-    memora = Memora(get_settings(), allow_model_change=allow_model_change)
-    _opened.append(memora)
-    return memora
-
-
-def _close_opened() -> None:
-    """Close every opened Memora while the interpreter still runs (atexit is too late)."""
-    while _opened:
-        _opened.pop().close()
-
-
-def _id_table(*columns: str, title: str | None = None) -> Table:
-    """A table whose first column shows whole memory ids, so they can be pasted."""
-    table = Table(title=title)
-    table.add_column("id", no_wrap=True, min_width=32)
-    for column in columns:
-        table.add_column(column)
-    return table
-
-
-def _status_style(status: str) -> str:
-    return {"active": "green", "superseded": "yellow", "archived": "dim"}.get(status, "")
+def _missing(memory_id: str) -> typer.Exit:
+    errors.print(f"no memory {memory_id} for this user", markup=False)
+    return typer.Exit(1)
 
 
 @memories_app.command("add")
 def memories_add(text: str, user: UserOption = "default") -> None:
     """Remember TEXT through the full write path (policy, reconcile, store)."""
-    outcome = _memora().add(user, text, source=MemorySource(actor="cli"))
+    outcome = open_memora().add(user, text, source=MemorySource(actor="cli"))
     if not outcome.accepted:
         console.print(f"[red]rejected[/red]: {outcome.reason}")
         raise typer.Exit(1)
@@ -76,11 +39,11 @@ def memories_add(text: str, user: UserOption = "default") -> None:
 @memories_app.command("search")
 def memories_search(query: str, user: UserOption = "default") -> None:
     """Search memories with the agent's ranking and retrieval policy."""
-    results = _memora().search(user, query)
+    results = open_memora().search(user, query)
     if not results:
         console.print("no memories found")
         return
-    table = _id_table("content", "score", "relevance", "cosine", "lexical")
+    table = id_table("content", "score", "relevance", "cosine", "lexical")
     for hit in results:
         table.add_row(
             hit.memory.id,
@@ -102,15 +65,15 @@ def memories_list(
     ] = None,
 ) -> None:
     """List memories (oldest first)."""
-    units = _memora().list(user, status)
+    units = open_memora().list(user, status)
     if as_json:
         print(
             json.dumps([json.loads(unit.model_dump_json()) for unit in units], ensure_ascii=False)
         )
         return
-    table = _id_table("status", "kind", "imp", "content")
+    table = id_table("status", "kind", "imp", "content")
     for unit in units:
-        style = _status_style(unit.status.value)
+        style = status_style(unit.status.value)
         table.add_row(
             unit.id,
             f"[{style}]{unit.status.value}[/]",
@@ -121,15 +84,10 @@ def memories_list(
     console.print(table)
 
 
-def _missing(memory_id: str) -> typer.Exit:
-    errors.print(f"no memory {memory_id} for this user", markup=False)
-    return typer.Exit(1)
-
-
 @memories_app.command("show")
 def memories_show(memory_id: str, user: UserOption = "default") -> None:
     """Show every field of one memory."""
-    unit = _memora().get(user, memory_id)
+    unit = open_memora().get(user, memory_id)
     if unit is None:
         raise _missing(memory_id)
     console.print_json(unit.model_dump_json())
@@ -138,10 +96,10 @@ def memories_show(memory_id: str, user: UserOption = "default") -> None:
 @memories_app.command("history")
 def memories_history(memory_id: str, user: UserOption = "default") -> None:
     """Show a memory's supersession chain and its audit trail."""
-    history = _memora().history(user, memory_id)
+    history = open_memora().history(user, memory_id)
     if not history.chain:
         raise _missing(memory_id)
-    table = _id_table("status", "created", "superseded_by", "content", title="versions")
+    table = id_table("status", "created", "superseded_by", "content", title="versions")
     for unit in history.chain:
         table.add_row(
             unit.id,
@@ -166,13 +124,13 @@ def memories_forget(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
 ) -> None:
     """Delete a memory and its history (asks first unless --yes)."""
-    memora = _memora()
+    memora = open_memora()
     preview = memora.store.get_preview(user, memory_id)
     if preview is None:
         raise _missing(memory_id)
     console.print(f"Memory: {preview}")
     if not yes:
-        answer = _ask("Delete this memory? [y/N]: ")
+        answer = ask("Delete this memory? [y/N]: ")
         if answer not in {"y", "yes"}:
             console.print("kept")
             return
@@ -180,18 +138,10 @@ def memories_forget(
     console.print(f"deleted {len(deleted)} version(s)")
 
 
-def _ask(prompt: str) -> str:
-    """Read one answer; end of input or no terminal means no."""
-    try:
-        return input(prompt).strip().lower()
-    except EOFError:
-        return ""
-
-
 @memories_app.command("review")
 def memories_review(user: UserOption = "default") -> None:
     """Accept or reject each memory the write path flagged for review."""
-    memora = _memora()
+    memora = open_memora()
     items = memora.review_items(user)
     if not items:
         console.print("nothing to review")
@@ -202,7 +152,7 @@ def memories_review(user: UserOption = "default") -> None:
             other = memora.get(user, target)
             if other is not None:
                 console.print(f"  conflicts with: {other.content}")
-        answer = _ask("Keep the new memory and supersede the old? [y/N]: ")
+        answer = ask("Keep the new memory and supersede the old? [y/N]: ")
         memora.resolve_review(user, unit.id, accept=answer in {"y", "yes"})
         console.print("accepted" if answer in {"y", "yes"} else "rejected (deleted)")
 
@@ -213,7 +163,7 @@ def memories_export(
     out: Annotated[Path | None, typer.Option(help="File to write; stdout if omitted.")] = None,
 ) -> None:
     """Export every memory as JSON lines."""
-    lines = list(_memora().export(user))
+    lines = list(open_memora().export(user))
     text = "".join(line + "\n" for line in lines)
     if out is None:
         sys.stdout.write(text)
@@ -227,7 +177,7 @@ def memories_import(path: Path, user: UserOption = "default") -> None:
     """Import memories from a JSON-lines export (ids already present are skipped)."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
-        count = _memora().import_lines(user, lines)
+        count = open_memora().import_lines(user, lines)
     except (OSError, ValueError) as error:
         errors.print(f"import failed: {error}", markup=False)
         raise typer.Exit(1) from None
@@ -237,38 +187,14 @@ def memories_import(path: Path, user: UserOption = "default") -> None:
 @memories_app.command("reindex")
 def memories_reindex() -> None:
     """Re-embed every memory with the configured embedding model."""
-    count = _memora(allow_model_change=True).reindex()
+    count = open_memora(allow_model_change=True).reindex()
     console.print(f"re-embedded {count} memories with {get_settings().embeddings}")
 
 
 @memories_app.command("consolidate")
 def memories_consolidate(user: UserOption = "default") -> None:
     """Merge near-duplicates, archive expired memories, decay long-unused ones."""
-    report = _memora().consolidate(user)
+    report = open_memora().consolidate(user)
     console.print(
         f"merged {len(report.merged)}, expired {len(report.expired)}, decayed {len(report.decayed)}"
     )
-
-
-def main() -> None:
-    """Console entry point: known failures print one line and exit non-zero."""
-    try:
-        logging.basicConfig(
-            level=get_settings().log_level, format="%(levelname)s %(name)s: %(message)s"
-        )
-        from evals import cli as _eval_commands  # noqa: F401  (registers `memora eval`)
-        from evals import report as _report_command  # noqa: F401  (registers `eval all`)
-        from memora import cli_agent as _agent_commands  # noqa: F401  (chat, demo, …)
-
-        try:
-            app()
-        finally:
-            _close_opened()
-            from memora.api import close_shared
-
-            close_shared()
-    except (StoreError, ConfigError) as error:
-        errors.print(f"memora: {error}", markup=False)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        sys.exit(130)

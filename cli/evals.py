@@ -1,8 +1,10 @@
-"""`memora eval …` commands: each prints a table, or one JSON object with --json."""
+"""`memora eval …`: each suite prints a table, or one JSON object with --json."""
 
 from __future__ import annotations
 
 import json
+import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,11 +14,13 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
+from cli.console import console, errors
 from evals.common import scratch_memora
 from evals.locomo import KS, run_locomo
 from evals.update import FIELDS as UPDATE_FIELDS
 from evals.update import run_update
-from memora.cli import console, eval_app
+
+eval_app = typer.Typer(help="Benchmarks on ../shared/bench data.", no_args_is_help=True)
 
 DataOption = Annotated[Path, typer.Option("--data", exists=True, help="Benchmark data file.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
@@ -310,7 +314,6 @@ def eval_agent(
 def eval_selection(data: DataOption, as_json: JsonOption = False) -> None:
     """Policy gate selection: precision/recall of storing, confusion by reason."""
     from evals.selection import NONE_REASON, REASONS, STORED, SelectionDataError, run_selection
-    from memora.cli import errors
 
     try:
         with _progress("candidates", as_json) as progress:
@@ -428,3 +431,28 @@ def eval_scale(
     for name in results:
         if name in NOTES and "error" not in results[name]:
             console.print(f"[dim]{name}: {NOTES[name]}[/dim]")
+
+
+@eval_app.command("all")
+def eval_all(
+    out: Annotated[Path, typer.Option(help="Where report.md goes.")] = Path("docs/report"),
+    bench: Annotated[Path, typer.Option(help="Benchmark data.")] = Path("../shared/bench"),
+    selection: Annotated[Path, typer.Option(help="Labelled selection set.")] = Path(
+        "tests/data/selection.jsonl"
+    ),
+    sizes: Annotated[str, typer.Option(help="Scale store sizes.")] = "1000,10000,100000",
+    peers: Annotated[bool, typer.Option(help="Also run mem0 and LangGraph's store.")] = True,
+) -> None:
+    """Run every suite (with peers) and write report.md plus PNG plots to OUT."""
+    from evals.report import run_all
+
+    command = "memora eval all " + " ".join(sys.argv[3:])
+    started = time.perf_counter()
+
+    def show(name: str) -> None:
+        console.print(f"[{time.perf_counter() - started:6.0f} s] running {name} …")
+
+    # Each suite runs in its own process, so one suite's memory and caches never skew the next.
+    suite_command = [sys.executable, "-m", "cli", "eval"]
+    path = run_all(bench, selection, out, sizes, peers, command.strip(), suite_command, show)
+    console.print(f"report written to {path}")

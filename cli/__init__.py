@@ -1,0 +1,1 @@
+"""The ``memora`` command (typer + rich): the top floor, and the only place that prints."""

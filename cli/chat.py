@@ -1,0 +1,189 @@
+"""`memora chat`: talk to the agent in a terminal, approve deletions at the prompt.
+
+This module drives the compiled graph; the graph decides, the chat only shows
+what happened and asks the user when a deletion needs approval.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
+from langgraph.types import Command
+
+from cli.console import UserOption, ask, console, errors, id_table, status_style
+from cli.library import open_memora
+from graph.checkpointed import open_agent
+from memora.api import Memora
+from memora.chat_models import describe_model
+from memora.config import get_settings
+from nodes.state import Context, State, StopReason
+
+Asker = Callable[[dict[str, Any]], Any]
+"""Answers one approval request (the interrupt's payload) with a resume value."""
+
+
+def _config(thread_id: str, user_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id, "user_id": user_id}}
+
+
+def _print_step(node: str, update: dict[str, Any]) -> None:
+    """Show one node's action and observation (the --verbose trace)."""
+    for message in update.get("messages", []) or []:
+        if isinstance(message, AIMessage) and message.tool_calls:
+            for call in message.tool_calls:
+                args = json.dumps(call.get("args", {}), ensure_ascii=False)
+                console.print(f"[cyan]  Action[/cyan]: {call['name']} {args}", markup=True)
+        elif isinstance(message, ToolMessage):
+            console.print(f"[magenta]  Observation[/magenta]: {message.content}")
+    if node == "commit_memory":
+        for outcome in update.get("commit_outcomes", []):
+            console.print(f"[green]  Commit[/green]: {json.dumps(outcome, ensure_ascii=False)}")
+    if node == "delete_memory":
+        console.print(f"[red]  Deleted[/red]: {update.get('deleted_memory_ids')}")
+    if node == "finish" and update.get("stop_reason"):
+        console.print(f"[dim]  stop_reason: {update['stop_reason']}[/dim]")
+
+
+def run_turn(
+    agent: Any,
+    thread_id: str,
+    user_id: str,
+    text: str | None,
+    ask: Asker,
+    *,
+    memora: Memora,
+    verbose: bool = False,
+) -> dict[str, Any]:
+    """Send one message (or, with ``text=None``, answer a pending approval); return the result.
+
+    Streams the reply as it is generated, prints the agent trace when
+    ``verbose``, and asks ``ask`` for each deletion approval.
+    """
+    config = _config(thread_id, user_id)
+    context = Context(user_id=user_id, memora=memora)
+    payload: Any = (
+        {"messages": [HumanMessage(text)]} if text is not None else _resume(agent, config, ask)
+    )
+    replied = text is None  # a resumed turn's reply was shown before it paused
+    while payload is not None:
+        mid_line = False
+        for mode, chunk in agent.stream(
+            payload, config, context=context, stream_mode=["messages", "updates"]
+        ):
+            if mode == "messages":
+                message, metadata = chunk
+                if (
+                    isinstance(message, AIMessageChunk)
+                    and metadata.get("langgraph_node") == "call_model"
+                    and isinstance(message.content, str)
+                    and message.content
+                ):
+                    if not mid_line:
+                        console.print("[bold]Memora[/bold]: ", end="")
+                    console.print(message.content, end="", markup=False, highlight=False)
+                    mid_line = replied = True
+            elif verbose:
+                if mid_line:
+                    console.print()
+                    mid_line = False
+                for node, update in chunk.items():
+                    if node != "__interrupt__" and isinstance(update, dict):
+                        _print_step(node, update)
+        if mid_line:
+            console.print()
+        values = agent.get_state(config).values
+        if not replied and values.get("reply"):
+            console.print("[bold]Memora[/bold]: ", end="")
+            console.print(values["reply"], markup=False, highlight=False)
+            replied = True
+        payload = _resume(agent, config, ask)
+    values = dict(agent.get_state(config).values)
+    if values.get("approved_forget_ids") or _had_forget(State(**values)):
+        deleted = values.get("deleted_memory_ids") or []
+        console.print("Memory deleted." if deleted else "Memory deletion cancelled; kept.")
+    return values
+
+
+def _had_forget(state: State) -> bool:
+    return state.stop_reason == StopReason.FINAL_ANSWER and bool(state.forget_actions())
+
+
+def _pending_interrupts(agent: Any, config: dict[str, Any]) -> list[Any]:
+    snapshot = agent.get_state(config)
+    return [item for task in snapshot.tasks for item in task.interrupts]
+
+
+def _resume(agent: Any, config: dict[str, Any], ask: Asker) -> Command | None:
+    """If the thread is paused at an approval, ask and return the resume command."""
+    pending = _pending_interrupts(agent, config)
+    if not pending:
+        return None
+    request = pending[0].value
+    console.print("--- Forget Request ---")
+    console.print(f"Memory: {request.get('preview')}", markup=False)
+    console.print(f"Reason: {request.get('reason')}", markup=False)
+    return Command(resume=ask(request))
+
+
+def prompt_approval(_: dict[str, Any]) -> str:
+    """Ask at the terminal; no answer keeps the memory."""
+    return ask("Delete this memory? [y/N]: ")
+
+
+def print_memories(memora: Memora, user_id: str) -> None:
+    """The user's memories as a table."""
+    table = id_table("status", "kind", "content", title=f"memories of {user_id}")
+    for unit in memora.list(user_id):
+        style = status_style(unit.status.value)
+        table.add_row(unit.id, f"[{style}]{unit.status.value}[/]", unit.kind, unit.content)
+    console.print(table)
+
+
+def _profile_command(memora: Memora, user_id: str, line: str) -> None:
+    parts = line.split(maxsplit=3)
+    if len(parts) >= 4 and parts[1] == "set":
+        memora.profile.set(user_id, parts[2], parts[3])
+        console.print(f"profile {parts[2]} set")
+        return
+    profile = memora.get_profile(user_id)
+    console.print(json.dumps(profile, ensure_ascii=False, indent=2) if profile else "(empty)")
+
+
+def chat(
+    user: UserOption = "default",
+    thread: Annotated[str | None, typer.Option("--thread", help="Resume this thread.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show agent steps.")] = False,
+) -> None:
+    """Chat with Memora. /memories, /profile, /profile set KEY VALUE, /exit."""
+    settings = get_settings()
+    memora = open_memora()
+    thread_id = thread or uuid.uuid4().hex
+    console.print(f"Model: {describe_model(settings)}")
+    console.print(f"Thread: {thread_id} (resume with --thread {thread_id}); user: {user}")
+    with open_agent(settings.data_dir) as agent:
+        if _pending_interrupts(agent, _config(thread_id, user)):
+            run_turn(agent, thread_id, user, None, prompt_approval, memora=memora, verbose=verbose)
+        while True:
+            try:
+                line = input("You: ").strip()
+            except EOFError:
+                break
+            if not line:
+                continue
+            if line in {"/exit", "/quit"}:
+                break
+            if line == "/memories":
+                print_memories(memora, user)
+                continue
+            if line.startswith("/profile"):
+                try:
+                    _profile_command(memora, user, line)
+                except ValueError as error:
+                    errors.print(str(error), markup=False)
+                continue
+            run_turn(agent, thread_id, user, line, prompt_approval, memora=memora, verbose=verbose)

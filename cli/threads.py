@@ -1,0 +1,66 @@
+"""`memora threads …`: the conversation transcripts kept as checkpoints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from cli.console import ask, console, errors
+from graph.checkpointed import open_agent
+from memora.config import get_settings
+
+threads_app = typer.Typer(help="List or delete conversation threads.", no_args_is_help=True)
+
+
+def _threads(data_dir: Path) -> list[dict[str, Any]]:
+    with open_agent(data_dir) as agent:
+        saver = agent.checkpointer
+        latest: dict[str, Any] = {}
+        for checkpoint in saver.list(None):
+            thread_id = checkpoint.config["configurable"]["thread_id"]
+            latest.setdefault(thread_id, checkpoint)
+        rows = []
+        for thread_id, checkpoint in latest.items():
+            values = checkpoint.checkpoint.get("channel_values", {})
+            messages = values.get("messages", [])
+            rows.append(
+                {
+                    "thread_id": thread_id,
+                    "user_id": values.get("owner_user_id", ""),
+                    "updated": checkpoint.checkpoint.get("ts", ""),
+                    "messages": len(messages),
+                }
+            )
+        return rows
+
+
+@threads_app.command("list")
+def threads_list(user: Annotated[str | None, typer.Option("--user", "-u")] = None) -> None:
+    """List conversation threads (optionally only one user's)."""
+    table = Table("thread", "user", "updated", "messages")
+    for row in _threads(get_settings().data_dir):
+        if user is None or row["user_id"] == user:
+            table.add_row(row["thread_id"], row["user_id"], row["updated"], str(row["messages"]))
+    console.print(table)
+
+
+@threads_app.command("delete")
+def threads_delete(
+    thread_id: str,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
+) -> None:
+    """Delete a thread's whole transcript (its checkpoints)."""
+    settings = get_settings()
+    if not any(row["thread_id"] == thread_id for row in _threads(settings.data_dir)):
+        errors.print(f"no thread {thread_id}", markup=False)
+        raise typer.Exit(1)
+    if not yes and ask("Delete this thread? [y/N]: ") not in {"y", "yes"}:
+        console.print("kept")
+        return
+    with open_agent(settings.data_dir) as agent:
+        agent.checkpointer.delete_thread(thread_id)
+        agent.checkpointer.conn.execute("VACUUM")
+    console.print("deleted")

@@ -1,5 +1,0 @@
-"""`python -m memora` runs the command line."""
-
-from memora.cli import main
-
-main()
