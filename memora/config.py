@@ -6,11 +6,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 MAX_AGENT_STEPS_LIMIT = 20
 """The highest step limit a setting or a run may ask for."""
+MIN_AUTH_SECRET_BYTES = 32
+"""RFC 7518 asks for an HS256 key at least as long as the hash (256 bits)."""
 
 
 class ConfigError(ValueError):
@@ -59,10 +61,31 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
     """Level of Memora's log messages (standard logging, to stderr)."""
 
+    auth_secret: SecretStr | None = None
+    """HS256 key that signs the server's bearer tokens (at least 32 bytes); unset: no auth."""
+    auth_jwks_url: str | None = None
+    """A JWKS endpoint whose RS256/ES256 keys sign the server's bearer tokens."""
+    auth_audience: str | None = None
+    """When set, a token's ``aud`` must name it."""
+    auth_issuer: str | None = None
+    """When set, a token's ``iss`` must equal it."""
+
     @field_validator("data_dir")
     @classmethod
     def _expand(cls, value: Path) -> Path:
         return value.expanduser()
+
+    @field_validator("auth_secret")
+    @classmethod
+    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value().encode()) < MIN_AUTH_SECRET_BYTES:
+            raise ValueError(f"must be at least {MIN_AUTH_SECRET_BYTES} bytes")
+        return value
+
+    @property
+    def auth_enabled(self) -> bool:
+        """Whether the server verifies bearer tokens (a secret or a JWKS URL is set)."""
+        return self.auth_secret is not None or bool(self.auth_jwks_url)
 
     @property
     def agent_token_reserve(self) -> int:

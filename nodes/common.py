@@ -11,6 +11,7 @@ from langgraph.runtime import Runtime
 
 from memora.api import Memora, shared_memora
 from memora.config import Settings, get_settings
+from memora.identity import VERIFIED_PERMISSION
 from nodes.state import Context, State
 
 DEFAULT_USER = "default"
@@ -20,12 +21,54 @@ class ThreadOwnershipError(PermissionError):
     """A run or resume came from a user other than the thread's owner."""
 
 
+class IdentityMismatchError(PermissionError):
+    """A client claimed a user id other than the one its token proves."""
+
+
+def authenticated_user_id(
+    runtime: Runtime[Context] | None, config: RunnableConfig | None
+) -> str | None:
+    """The user a verified bearer token proved, as the server passes it; None without auth."""
+    configurable = (config or {}).get("configurable") or {}
+    server_info = getattr(runtime, "server_info", None)
+    user = getattr(server_info, "user", None) or configurable.get("langgraph_auth_user")
+    permissions = list(configurable.get("langgraph_auth_permissions") or [])
+    permissions += list(_field(user, "permissions") or [])
+    identity = _field(user, "identity")
+    if VERIFIED_PERMISSION in permissions and isinstance(identity, str) and identity:
+        return identity
+    return None
+
+
+def _field(user: Any, name: str) -> Any:
+    if user is None:
+        return None
+    if isinstance(user, dict):
+        return user.get(name)
+    return getattr(user, name, None)
+
+
 def resolve_user_id(runtime: Runtime[Context] | None, config: RunnableConfig | None) -> str:
-    """The user: the run's context, else ``configurable.user_id``, else "default"."""
-    user_id = run_context(runtime).user_id
-    if not user_id and config is not None:
-        user_id = str((config.get("configurable") or {}).get("user_id") or "")
-    return user_id or DEFAULT_USER
+    """The user of this run.
+
+    Under a server with authentication, the identity the bearer token proved, and a
+    different client-sent user id is refused. Otherwise (the CLI, local mode) the
+    run's context, else ``configurable.user_id``, else "default".
+
+    Raises:
+        IdentityMismatchError: The client claimed another user than its token proves.
+    """
+    claimed = run_context(runtime).user_id
+    if not claimed and config is not None:
+        claimed = str((config.get("configurable") or {}).get("user_id") or "")
+    verified = authenticated_user_id(runtime, config)
+    if verified is None:
+        return claimed or DEFAULT_USER
+    if claimed and claimed != verified:
+        raise IdentityMismatchError(
+            "the run's user_id does not match the authenticated user; leave it out"
+        )
+    return verified
 
 
 def owned_user_id(state: State, runtime: Runtime[Context] | None) -> str:

@@ -10,15 +10,8 @@ file order: remember, recall, isolation, ownership, forget (kept), forget (delet
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,11 +21,9 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 from memora.api import Memora
 from memora.config import load_settings
+from tests.e2e.langgraph_server import Server, langgraph_dev
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-VENV_BIN = Path(sys.executable).parent
 ASSISTANT = "memora"
-STARTUP_TIMEOUT_S = 90.0
 RUN_TIMEOUT_S = 60.0
 
 REMEMBER = "Please remember that I prefer concise answers with code examples."
@@ -43,118 +34,10 @@ FORGET = "Please forget that I prefer concise answers."
 # --------------------------------------------------------------------------- server
 
 
-@dataclass
-class Server:
-    url: str
-    data_dir: Path
-    log_path: Path
-    process: subprocess.Popen[bytes]
-
-    def log_tail(self, chars: int = 6000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except OSError as error:
-            return f"<cannot read {self.log_path}: {error}>"
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _server_env(data_dir: Path) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("MEMORA_") and key not in {"OPENAI_API_KEY", "OPENAI_BASE_URL"}
-    }
-    env.update(
-        LANGGRAPH_CLI_NO_ANALYTICS="1",
-        LANGGRAPH_NO_VERSION_CHECK="true",
-        MEMORA_DATA_DIR=str(data_dir),
-        PYTHONUNBUFFERED="1",
-    )
-    return env
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    for sig, grace in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    langgraph = next(
-        (p for p in (VENV_BIN / "langgraph", REPO_ROOT / ".venv/bin/langgraph") if p.exists()),
-        VENV_BIN / "langgraph",
-    )
-    if not langgraph.exists():
-        pytest.fail(f"{langgraph} not found: install the dev extra (langgraph-cli[inmem])")
-    base = tmp_path_factory.mktemp("langgraph_dev")
-    data_dir = base / "data"
-    log_path = base / "server.log"
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    command = [
-        str(langgraph),
-        "dev",
-        "--no-browser",
-        "--no-reload",
-        "--port",
-        str(port),
-        "--host",
-        "127.0.0.1",
-    ]
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=REPO_ROOT,
-            env=_server_env(data_dir),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    running = Server(url=url, data_dir=data_dir, log_path=log_path, process=process)
-    try:
-        _wait_until_ready(running)
+    with langgraph_dev(tmp_path_factory.mktemp("langgraph_dev")) as running:
         yield running
-    finally:
-        _stop(process)
-
-
-def _wait_until_ready(server: Server) -> None:
-    started = time.monotonic()
-    last_error = "no attempt"
-    while time.monotonic() - started < STARTUP_TIMEOUT_S:
-        if server.process.poll() is not None:
-            pytest.fail(
-                f"langgraph dev exited with code {server.process.returncode} before answering "
-                f"/ok\n--- {server.log_path} ---\n{server.log_tail(20000)}"
-            )
-        try:
-            response = httpx.get(f"{server.url}/ok", timeout=2.0)
-            if response.status_code == 200:
-                return
-            last_error = f"HTTP {response.status_code}: {response.text[:200]}"
-        except httpx.HTTPError as error:
-            last_error = f"{type(error).__name__}: {error}"
-        time.sleep(0.25)
-    pytest.fail(
-        f"langgraph dev did not answer GET /ok within {STARTUP_TIMEOUT_S:.0f}s "
-        f"(last: {last_error})\n--- {server.log_path} ---\n{server.log_tail(20000)}"
-    )
 
 
 @pytest.fixture(scope="module")
@@ -377,3 +260,8 @@ def test_forget_approved_deletes_the_memory(
     assert _pending_interrupts(client, thread_id) == []
     assert remembered.memory_id not in _memories(memora, "alice"), "approved forget kept it"
     assert memora.get("alice", remembered.memory_id) is None
+
+
+def test_without_auth_the_server_warns_once_that_it_trusts_client_user_ids(server: Server) -> None:
+    log = server.log_path.read_text(errors="replace")
+    assert log.count("the server trusts the user id each client sends") == 1

@@ -1,0 +1,120 @@
+"""The server's identity: LangGraph custom auth (``langgraph.json`` → ``auth``).
+
+With MEMORA_AUTH_SECRET or MEMORA_AUTH_JWKS_URL set, every request needs a
+signed bearer token; its ``sub`` is the user. Threads are stamped with their
+owner when created and every thread, run and cron operation is filtered to the
+owner; assistants are read-only; store access stays inside the user's namespace.
+Anything else is refused.
+
+With neither set, the server keeps the local single-user behaviour: it trusts
+the user id a client sends (``configurable.user_id``) and says so once at startup.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from langgraph_sdk import Auth
+
+from memora.config import get_settings
+from memora.identity import VERIFIED_PERMISSION, InvalidToken, TokenVerifier
+
+logger = logging.getLogger("memora.auth")
+
+LOCAL_IDENTITY = "local-unauthenticated"
+"""Who a request is when the server runs without authentication."""
+
+auth = Auth()
+_settings = get_settings()
+_verifier = TokenVerifier(_settings) if _settings.auth_enabled else None
+
+if _verifier is None:
+    logger.warning(
+        "authentication is off (MEMORA_AUTH_SECRET and MEMORA_AUTH_JWKS_URL are unset): "
+        "the server trusts the user id each client sends"
+    )
+
+
+@auth.authenticate
+async def authenticate(authorization: str | None) -> Auth.types.MinimalUserDict:
+    """The user a request's bearer token proves; 401 with a one-line reason otherwise."""
+    if _verifier is None:
+        return {"identity": LOCAL_IDENTITY, "permissions": []}
+    try:
+        user_id = await asyncio.to_thread(_verifier.user_id, authorization)
+    except InvalidToken as refusal:
+        raise Auth.exceptions.HTTPException(status_code=401, detail=str(refusal)) from None
+    return {"identity": user_id, "permissions": [VERIFIED_PERMISSION]}
+
+
+def _owner(ctx: Auth.types.AuthContext) -> str | None:
+    """The identity to filter by, or None when the server runs without authentication."""
+    return ctx.user.identity if _verifier is not None else None
+
+
+def _stamp_owner(value: dict[str, Any], owner: str) -> None:
+    # In place: the server keeps its own reference to the metadata dict it passed in.
+    metadata = value.get("metadata")
+    if isinstance(metadata, dict):
+        metadata["owner"] = owner
+    else:
+        value["metadata"] = {"owner": owner}
+
+
+@auth.on
+async def refuse_the_rest(ctx: Auth.types.AuthContext, value: Any) -> bool:
+    """Default deny: only the resources below are reachable when authentication is on."""
+    return _verifier is None
+
+
+@auth.on.threads
+async def own_threads(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType | None:
+    """Stamp new threads and runs with their owner; show and touch only the owner's threads."""
+    owner = _owner(ctx)
+    if owner is None:
+        return None
+    if isinstance(value, dict) and ctx.action in {"create", "create_run"}:
+        _stamp_owner(value, owner)
+    return {"owner": owner}
+
+
+@auth.on.crons
+async def own_crons(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType | None:
+    """Crons are the owner's, like threads."""
+    owner = _owner(ctx)
+    if owner is None:
+        return None
+    if isinstance(value, dict) and ctx.action == "create":
+        _stamp_owner(value, owner)
+    return {"owner": owner}
+
+
+@auth.on.assistants.read
+async def read_assistants(ctx: Auth.types.AuthContext, value: Any) -> None:
+    """Anyone may read the assistants (a run names one)."""
+    return None
+
+
+@auth.on.assistants.search
+async def search_assistants(ctx: Auth.types.AuthContext, value: Any) -> None:
+    """Anyone may list the assistants."""
+    return None
+
+
+@auth.on.assistants
+async def keep_assistants(ctx: Auth.types.AuthContext, value: Any) -> bool:
+    """Users cannot create, change or delete assistants when authentication is on."""
+    return _verifier is None
+
+
+@auth.on.store
+async def own_store_namespace(ctx: Auth.types.AuthContext, value: Any) -> None:
+    """Every store access happens under the user's own namespace."""
+    owner = _owner(ctx)
+    if owner is None or not isinstance(value, dict):
+        return
+    namespace = tuple(value.get("namespace") or ())
+    if namespace[:1] != (owner,):
+        value["namespace"] = (owner, *namespace)
