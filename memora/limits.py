@@ -1,7 +1,9 @@
-"""Length limits shared by the memory policy, the agent's tools, the offline model and the profile.
+"""Length limits of memories, queries, tool arguments, profile fields and previews.
 
 One definition each, so a tool's schema, the policy gate and the offline
-model's argument clipping can never disagree about what fits.
+model's argument clipping can never disagree about what fits. This module
+imports nothing, so the offline chat model can use it and stay a plain chat
+model.
 """
 
 from __future__ import annotations
