@@ -11,18 +11,17 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import numpy as np
 from langchain_core.language_models import BaseChatModel
 
 from memora.audit import AuditEntry, AuditLog
 from memora.classifier import LLMMemoryClassifier
 from memora.config import Settings, get_settings
-from memora.dates import resolve_relative_dates
-from memora.embeddings import MemoraEmbeddings, estimate_tokens, make_embeddings
+from memora.consolidation import ConsolidationReport, Consolidator
+from memora.embeddings import MemoraEmbeddings, make_embeddings
 from memora.importance import ImportanceScorer, LLMImportanceScorer, RuleImportanceScorer
 from memora.models import (
     MemoryCandidate,
@@ -30,43 +29,23 @@ from memora.models import (
     MemoryStatus,
     MemoryType,
     MemoryUnit,
-    Neighbour,
-    ReconcileAction,
-    ReconcileDecision,
     utcnow,
 )
-from memora.policy import MemoryClassifier, apply_memory_policy
+from memora.policy import MemoryClassifier
 from memora.profile import UserProfileStore
 from memora.reconcile import LLMReconciler, OfflineReconciler, Reconciler
 from memora.retrieval import RetrievedMemory, dense_query_text, rank
-from memora.store import LongTermMemoryStore, new_memory_id
+from memora.store import LongTermMemoryStore
+from memora.write_path import WriteOutcome, WritePath
 
-RECONCILE_NEIGHBOURS = 10
-
-
-@dataclass
-class WriteOutcome:
-    """What the write path did with one candidate."""
-
-    accepted: bool
-    reason: str | None = None
-    """The policy's rejection reason when not accepted."""
-    action: ReconcileAction | None = None
-    memory_id: str | None = None
-    """The stored memory, or for ``skip`` the existing duplicate."""
-    affected_ids: list[str] = field(default_factory=list)
-    """Existing memories the action touched (superseded, duplicated, in conflict)."""
-    tokens: int = 0
-    """Embedding tokens spent."""
-
-
-@dataclass
-class ConsolidationReport:
-    """What one consolidation run changed."""
-
-    merged: list[str] = field(default_factory=list)
-    expired: list[str] = field(default_factory=list)
-    decayed: list[str] = field(default_factory=list)
+__all__ = [
+    "ConsolidationReport",
+    "History",
+    "Memora",
+    "WriteOutcome",
+    "close_shared",
+    "shared_memora",
+]
 
 
 @dataclass
@@ -160,98 +139,19 @@ class Memora:
         policy (again) -> importance -> embedding -> candidate search in the
         user's scope -> reconcile -> store -> audit.
         """
-        return [self._write_one(user_id, candidate, source) for candidate in candidates]
+        return self._write_path().write(user_id, candidates, source)
 
-    def _write_one(
-        self, user_id: str, candidate: MemoryCandidate, source: MemorySource
-    ) -> WriteOutcome:
-        accepted, rejected = apply_memory_policy([candidate], self.classifier)
-        if not accepted:
-            reason = rejected[0].reason.value
-            self.audit.record(
-                user_id,
-                "write",
-                "rejected",
-                reason=reason,
-                source=source.actor,
-                thread_id=source.thread_id,
-            )
-            return WriteOutcome(accepted=False, reason=reason)
-        said_at = candidate.said_at or self.clock()
-        content, resolved = resolve_relative_dates(candidate.content.strip(), said_at)
-        candidate = candidate.model_copy(update={"content": content, "said_at": said_at})
-        rating = self.importance.score(candidate)
-        vector = self.embeddings.embed_array([content])[0]
-        tokens = estimate_tokens([content])
-        neighbours = self._neighbours(user_id, candidate, vector, said_at)
-        decision = self.reconciler.decide(candidate, neighbours)
-        unit = MemoryUnit(
-            id=new_memory_id(),
-            user_id=user_id,
-            content=content,
-            memory_type=candidate.memory_type,
-            kind=rating.kind,
-            scope=candidate.scope,
-            thread_id=candidate.thread_id,
-            importance=rating.importance,
-            source=source,
-            metadata={
-                **candidate.metadata,
-                **({"resolved_dates": [r.value for r in resolved]} if resolved else {}),
-            },
-            created_at=said_at,
-            updated_at=said_at,
-            expires_at=candidate.metadata.get("expires_at"),
-        )
-        outcome = self._apply(user_id, unit, vector, decision)
-        outcome.tokens = tokens
-        self.audit.record(
-            user_id,
-            "write",
-            "accepted",
-            action=decision.action.value,
-            memory_ids=[i for i in [outcome.memory_id, *outcome.affected_ids] if i],
-            source=source.actor,
-            thread_id=source.thread_id,
-        )
-        return outcome
-
-    def _neighbours(
-        self, user_id: str, candidate: MemoryCandidate, vector: np.ndarray, now: datetime
-    ) -> list[Neighbour]:
-        found = rank(
-            self.store.index_for(user_id),
-            candidate.content,
-            vector,
-            now=now,
-            limit=RECONCILE_NEIGHBOURS,
-            min_relevance=0.0,
-            thread_id=candidate.thread_id,
-        )
-        return [Neighbour(memory=hit.memory, similarity=hit.semantic_similarity) for hit in found]
-
-    def _apply(
-        self, user_id: str, unit: MemoryUnit, vector: np.ndarray, decision: ReconcileDecision
-    ) -> WriteOutcome:
-        action = decision.action
-        if action is ReconcileAction.SKIP:
-            duplicate = decision.target_ids[0] if decision.target_ids else None
-            return WriteOutcome(
-                True, action=action, memory_id=duplicate, affected_ids=list(decision.target_ids)
-            )
-        if action is ReconcileAction.UPDATE and decision.target_ids:
-            superseded = self.store.supersede(user_id, decision.target_ids, unit, vector)
-            return WriteOutcome(True, action=action, memory_id=unit.id, affected_ids=superseded)
-        if action is ReconcileAction.REVIEW:
-            unit.metadata["review_targets"] = list(decision.target_ids)
-            unit.needs_review = True
-            self.store.add([unit], np.asarray([vector]))
-            return WriteOutcome(
-                True, action=action, memory_id=unit.id, affected_ids=list(decision.target_ids)
-            )
-        self.store.add([unit], np.asarray([vector]))
-        return WriteOutcome(
-            True, action=action, memory_id=unit.id, affected_ids=list(decision.target_ids)
+    def _write_path(self) -> WritePath:
+        # Built per call, so a reconciler, scorer, classifier or clock replaced
+        # on this object takes effect on the next write.
+        return WritePath(
+            self.store,
+            self.audit,
+            self.embeddings,
+            self.reconciler,
+            self.importance,
+            self.classifier,
+            self.clock,
         )
 
     def ingest(self, units: Sequence[MemoryUnit]) -> list[str]:
@@ -354,7 +254,7 @@ class Memora:
         if deleted:
             self.audit.redact_reads_of(user_id, deleted)
             self.audit.record(user_id, "delete", "deleted", memory_ids=deleted, source=actor)
-            self.store.db.scrub()
+            self.store.rows.scrub()
             self.audit.db.scrub()
         return deleted
 
@@ -394,62 +294,13 @@ class Memora:
 
     def consolidate(self, user_id: str, now: datetime | None = None) -> ConsolidationReport:
         """Expire, merge near-duplicates and decay unused memories. Never deletes."""
-        now = now or self.clock()
-        report = ConsolidationReport()
-        for unit in self.store.list(user_id, MemoryStatus.ACTIVE):
-            if unit.expires_at is not None and unit.expires_at <= now:
-                self.store.update(user_id, unit.id, status=MemoryStatus.ARCHIVED)
-                report.expired.append(unit.id)
-        report.merged = self._merge_duplicates(user_id, now)
-        decay_after = timedelta(days=self.settings.decay_after_days)
-        for unit in self.store.list(user_id, MemoryStatus.ACTIVE):
-            last_used = unit.last_accessed_at or unit.created_at
-            last_decay = unit.metadata.get("decayed_at")
-            recently_decayed = last_decay and now - datetime.fromisoformat(last_decay) < decay_after
-            if unit.importance > 1 and now - last_used >= decay_after and not recently_decayed:
-                self.store.update(
-                    user_id,
-                    unit.id,
-                    importance=unit.importance - 1,
-                    metadata={**unit.metadata, "decayed_at": now.isoformat()},
-                )
-                report.decayed.append(unit.id)
-        if report.merged or report.expired or report.decayed:
-            self.audit.record(
-                user_id,
-                "consolidate",
-                "changed",
-                memory_ids=[*report.merged, *report.expired, *report.decayed],
-            )
-        return report
-
-    def _merge_duplicates(self, user_id: str, now: datetime) -> builtins.list[str]:
-        """Supersede older near-duplicates by the newest copy; returns the superseded ids."""
-        merged: list[str] = []
-        actives = sorted(
-            self.store.list(user_id, MemoryStatus.ACTIVE), key=lambda u: u.created_at, reverse=True
+        consolidator = Consolidator(
+            self.store,
+            self.audit,
+            self.reconciler,
+            decay_after=timedelta(days=self.settings.decay_after_days),
         )
-        for unit in actives:
-            if unit.id in merged:
-                continue
-            index = self.store.index_for(user_id)
-            stored_vector = index.vectors[index.row_of[unit.id]]  # no need to embed it again
-            candidate = MemoryCandidate(
-                content=unit.content, memory_type=unit.memory_type, thread_id=unit.thread_id
-            )
-            others = [
-                n
-                for n in self._neighbours(user_id, candidate, stored_vector, now)
-                if n.memory.id != unit.id and n.memory.id not in merged
-            ]
-            decision = self.reconciler.decide(candidate, others)
-            if decision.action is ReconcileAction.SKIP:
-                for target in decision.target_ids:
-                    self.store.update(
-                        user_id, target, status=MemoryStatus.SUPERSEDED, superseded_by=unit.id
-                    )
-                    merged.append(target)
-        return merged
+        return consolidator.consolidate(user_id, now or self.clock())
 
     # -- profile --------------------------------------------------------------
 

@@ -13,6 +13,10 @@ class StoreError(RuntimeError):
     """The memory store cannot be used (locked, corrupt, unwritable, mismatched)."""
 
 
+class EmbeddingMismatchError(StoreError):
+    """The collection was built with another embedding model or dimension."""
+
+
 def describe_sqlite_error(path: Path, error: sqlite3.Error) -> str:
     """One line a person can act on, for a SQLite failure on ``path``."""
     text = str(error)

@@ -48,7 +48,9 @@ _STOPWORDS_TEXT = """
 STOPWORDS: frozenset[str] = frozenset(_STOPWORDS_TEXT.split())
 """Compact English stopword list (NLTK-like); matched on lowercase tokens."""
 
-_CJK_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff"
+HAN_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+"""Han ideographs (extension A, unified, compatibility), for regex character classes."""
+_CJK_CLASS = HAN_CHARS + "\u3040-\u30ff"  # and kana, so Japanese is bigrammed too
 _TOKEN_RE = re.compile(rf"[{_CJK_CLASS}]+|[^\W_{_CJK_CLASS}]+(?:'[^\W_{_CJK_CLASS}]+)*")
 _CJK_RE = re.compile(rf"[{_CJK_CLASS}]")
 _STEMMER = snowballstemmer.stemmer("english")

@@ -45,6 +45,9 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from memora.lexical import HAN_CHARS
+from memora.limits import MAX_MEMORY_CHARS, MAX_MEMORY_ID_CHARS, MAX_QUERY_CHARS, MAX_REASON_CHARS
+
 OFFLINE_MARKER = "[offline model]"
 """Prefix of every reply, in every language: the user must see no real LLM answered."""
 
@@ -55,9 +58,13 @@ SEARCH = "search_memory"
 REMEMBER = "remember_memory"
 FORGET = "request_forget_memory"
 
-# Argument limits of memora.tools, repeated here (not imported) so that this module
-# stays a plain chat model; they are only used to correct arguments after an error.
-_STRING_LIMITS: dict[str, int] = {"content": 500, "query": 500, "reason": 300, "memory_id": 128}
+# The tools' argument limits, only used to correct arguments after an error.
+_STRING_LIMITS: dict[str, int] = {
+    "content": MAX_MEMORY_CHARS,
+    "query": MAX_QUERY_CHARS,
+    "reason": MAX_REASON_CHARS,
+    "memory_id": MAX_MEMORY_ID_CHARS,
+}
 _ALLOWED_ARGS: dict[str, frozenset[str]] = {
     SEARCH: frozenset({"query"}),
     REMEMBER: frozenset({"content", "memory_type", "reason"}),
@@ -70,8 +77,7 @@ _STREAM_MAX_PIECE = 8
 
 # --------------------------------------------------------------------------- text helpers
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_RE = re.compile(f"[{_CJK}]")
+_CJK_RE = re.compile(f"[{HAN_CHARS}]")
 _PUNCT = " \t\r\n,，.。:：;；!！?？、~～…\"'“”「」『』"
 
 

@@ -45,6 +45,8 @@ from stdnum import iban, luhn
 from stdnum.cn import ric
 from stdnum.us import ssn
 
+from memora.lexical import HAN_CHARS
+from memora.limits import MAX_MEMORY_CHARS
 from memora.models import MemoryCandidate, MemoryScope, PolicyRejection, RejectionReason
 
 __all__ = [
@@ -53,9 +55,6 @@ __all__ = [
     "apply_memory_policy",
     "check_candidate",
 ]
-
-MAX_MEMORY_CHARS = 500
-"""Longest content accepted as one memory (the seed's AGENT_MEMORY_MAX_CHARS)."""
 
 SUPPORT_THRESHOLD = 0.34
 """Minimum share of the candidate's content tokens that must appear in the user message."""
@@ -82,8 +81,7 @@ def _converter() -> Any:
     return opencc.OpenCC("t2s")
 
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_RE = re.compile(f"[{_CJK}]")
+_CJK_RE = re.compile(f"[{HAN_CHARS}]")
 
 
 def _normalise(text: str) -> str:
@@ -1136,7 +1134,7 @@ def _cjk_runs(text: str) -> list[str]:
     for word, canonical in _ZH_SYNONYMS:
         text = text.replace(word, canonical)
     text = "".join(" " if ch in _ZH_PARTICLES else ch for ch in text)
-    return re.findall(f"[{_CJK}]+", text)
+    return re.findall(f"[{HAN_CHARS}]+", text)
 
 
 _ABBREVIATIONS = {

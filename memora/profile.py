@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memora.db import Database
+from memora.limits import MAX_PROFILE_KEY_CHARS, MAX_PROFILE_VALUE_CHARS
 from memora.models import utcnow
 
 _SCHEMA = """
@@ -14,9 +15,6 @@ CREATE TABLE IF NOT EXISTS profile (
     PRIMARY KEY (user_id, key)
 );
 """
-
-MAX_KEY_CHARS = 64
-MAX_VALUE_CHARS = 500
 
 
 class UserProfileStore:
@@ -41,10 +39,10 @@ class UserProfileStore:
             ValueError: The key or value is empty or too long.
         """
         key, value = key.strip(), value.strip()
-        if not key or len(key) > MAX_KEY_CHARS:
-            raise ValueError(f"profile key must be 1..{MAX_KEY_CHARS} characters")
-        if not value or len(value) > MAX_VALUE_CHARS:
-            raise ValueError(f"profile value must be 1..{MAX_VALUE_CHARS} characters")
+        if not key or len(key) > MAX_PROFILE_KEY_CHARS:
+            raise ValueError(f"profile key must be 1..{MAX_PROFILE_KEY_CHARS} characters")
+        if not value or len(value) > MAX_PROFILE_VALUE_CHARS:
+            raise ValueError(f"profile value must be 1..{MAX_PROFILE_VALUE_CHARS} characters")
         with self.db.transaction() as conn:
             conn.execute(
                 "INSERT INTO profile VALUES (?, ?, ?, ?) ON CONFLICT(user_id, key)"

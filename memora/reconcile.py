@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
+from memora.lexical import HAN_CHARS
 from memora.models import MemoryCandidate, Neighbour, ReconcileAction, ReconcileDecision
 from memora.prompts import RECONCILE_PROMPT
 
@@ -46,8 +47,8 @@ _CONTRAST = _words(
 )
 # How many leading tokens are taken as a statement's subject ("Nora Fishel and Eliza", 我的英文).
 _SUBJECT_SPAN = 4
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_CJK_SPLIT = re.compile(_CJK.pattern + r"|[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_CJK = re.compile(f"[{HAN_CHARS}]")
+_CJK_SPLIT = re.compile(f"[{HAN_CHARS}]|[^{HAN_CHARS}]+")
 _WORD = re.compile(r"\w+")
 
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from memora.lexical import content_words, tokenize
 from memora.models import MemoryUnit
-from memora.store import UserIndex
+from memora.ranking_cache import UserIndex
 
 DENSE_WEIGHT = 0.5
 IMPORTANCE_WEIGHT = 0.1

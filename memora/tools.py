@@ -20,14 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from memora.api import Memora
 from memora.embeddings import estimate_tokens
+from memora.limits import MAX_MEMORY_CHARS, MAX_MEMORY_ID_CHARS, MAX_QUERY_CHARS, MAX_REASON_CHARS
 from memora.models import MemoryCandidate, MemoryType
 from memora.pending_actions import ForgetAction, PendingAction, RememberAction
 from memora.policy import apply_memory_policy
-
-AGENT_MEMORY_MAX_CHARS = 500
-MEMORY_ID_MAX_CHARS = 128
-FORGET_REASON_MAX_CHARS = 300
-QUERY_MAX_CHARS = 500
 
 
 class ToolInputError(ValueError):
@@ -73,7 +69,7 @@ class SearchMemoryArgs(_Args):
     """
 
     query: str = Field(
-        min_length=1, max_length=QUERY_MAX_CHARS, description="What to look for, in plain words."
+        min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for, in plain words."
     )
 
 
@@ -86,7 +82,7 @@ class RememberMemoryArgs(_Args):
 
     content: str = Field(
         min_length=1,
-        max_length=AGENT_MEMORY_MAX_CHARS,
+        max_length=MAX_MEMORY_CHARS,
         description="One self-contained memory supported by the user's current message.",
     )
     memory_type: Literal["semantic", "episodic"] = Field(
@@ -106,12 +102,12 @@ class RequestForgetMemoryArgs(_Args):
 
     memory_id: str = Field(
         min_length=1,
-        max_length=MEMORY_ID_MAX_CHARS,
+        max_length=MAX_MEMORY_ID_CHARS,
         description="The exact memory_id returned by search_memory.",
     )
     reason: str = Field(
         min_length=1,
-        max_length=FORGET_REASON_MAX_CHARS,
+        max_length=MAX_REASON_CHARS,
         description="Why this memory should be forgotten.",
     )
 

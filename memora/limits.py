@@ -1,0 +1,30 @@
+"""Length limits of memories, queries, tool arguments, profile fields and previews.
+
+One definition each, so a tool's schema, the policy gate and the offline
+model's argument clipping can never disagree about what fits. This module
+imports nothing, so the offline chat model can use it and stay a plain chat
+model.
+"""
+
+from __future__ import annotations
+
+MAX_MEMORY_CHARS = 500
+"""Longest content accepted as one memory, by the policy and by the remember tool."""
+
+MAX_QUERY_CHARS = 500
+"""Longest memory search query the agent may send."""
+
+MAX_REASON_CHARS = 300
+"""Longest reason the agent may give for forgetting a memory."""
+
+MAX_MEMORY_ID_CHARS = 128
+"""Longest memory id the agent may name."""
+
+MAX_PROFILE_KEY_CHARS = 64
+"""Longest profile field name."""
+
+MAX_PROFILE_VALUE_CHARS = 500
+"""Longest profile field value."""
+
+PREVIEW_CHARS = 120
+"""Characters of a memory shown before a person or the agent confirms forgetting it."""

@@ -1,0 +1,193 @@
+"""Each user's memories held in this process as a matrix for ranking, kept current.
+
+Why searches rank on a per-user matrix rather than Chroma's HNSW query: a
+second process's persistent client does not see vectors that another process
+added after it opened the collection (its ``get`` does, its ``query`` does
+not). Each user has a generation counter in the row store, bumped by every
+write; a process whose cached generation differs reloads that user's rows
+from the row store and vectors from Chroma's ``get``, so no search is
+answered from a stale index. The matrix search is also exact, where a
+filtered HNSW query over a large shared collection may miss a user's nearest
+items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+import numpy as np
+
+from memora.embeddings import EmbeddingSpec
+from memora.lexical import BM25Index
+from memora.models import MemoryScope, MemoryStatus, MemoryUnit
+from memora.rows import GenerationBump, RowStore
+from memora.vectors import ChromaVectorIndex, VectorWriter
+
+
+def _epoch(value: datetime | None, default: float) -> float:
+    return value.timestamp() if value is not None else default
+
+
+class UserIndex:
+    """One user's memories as held in this process, laid out for vectorised ranking.
+
+    Row ``i`` of every array belongs to the ``i``-th memory inserted; rows of
+    deleted memories stay but are never eligible.
+    """
+
+    def __init__(self, generation: int, dimension: int) -> None:
+        self.generation = generation
+        self.units: dict[str, MemoryUnit] = {}
+        self.row_of: dict[str, int] = {}
+        self.ids: list[str] = []
+        self.thread_ids: list[str | None] = []
+        self.lexical = BM25Index()
+        self.size = 0
+        capacity = 64
+        self.vectors = np.zeros((capacity, dimension), dtype=np.float32)
+        self.active = np.zeros(capacity, dtype=bool)
+        self.persistent = np.zeros(capacity, dtype=bool)
+        self.expires_at = np.full(capacity, np.inf)
+        self.importance = np.zeros(capacity)
+        self.last_used_at = np.zeros(capacity)
+        self.lexical_slot = np.full(capacity, -1, dtype=np.int64)
+
+    def _grow(self) -> None:
+        capacity = self.vectors.shape[0] * 2
+        for name, fill in (
+            ("vectors", 0.0),
+            ("active", False),
+            ("persistent", False),
+            ("expires_at", np.inf),
+            ("importance", 0.0),
+            ("last_used_at", 0.0),
+            ("lexical_slot", -1),
+        ):
+            old = getattr(self, name)
+            grown = np.full((capacity, *old.shape[1:]), fill, dtype=old.dtype)
+            grown[: old.shape[0]] = old
+            setattr(self, name, grown)
+
+    def insert(self, unit: MemoryUnit, vector: np.ndarray) -> None:
+        """Add a memory (any status) to the index."""
+        if self.size == self.vectors.shape[0]:
+            self._grow()
+        row = self.size
+        self.size += 1
+        self.row_of[unit.id] = row
+        self.ids.append(unit.id)
+        self.thread_ids.append(unit.thread_id)
+        self.vectors[row] = vector
+        self.replace(unit)
+
+    def replace(self, unit: MemoryUnit) -> None:
+        """Record a memory's current fields (status, expiry, importance, access)."""
+        row = self.row_of[unit.id]
+        previous = self.units.get(unit.id)
+        self.units[unit.id] = unit
+        is_active = unit.status is MemoryStatus.ACTIVE
+        was_indexed = previous is not None and previous.status is MemoryStatus.ACTIVE
+        if was_indexed and not is_active:
+            self.lexical.remove(unit.id)
+            self.lexical_slot[row] = -1
+        elif is_active and not was_indexed:
+            self.lexical.add(unit.id, unit.content)
+            self.lexical_slot[row] = self.lexical.slot_of(unit.id)
+        self.active[row] = is_active
+        self.persistent[row] = unit.scope is MemoryScope.PERSISTENT
+        self.thread_ids[row] = unit.thread_id
+        self.expires_at[row] = _epoch(unit.expires_at, np.inf)
+        self.importance[row] = unit.importance
+        self.last_used_at[row] = _epoch(unit.last_accessed_at or unit.created_at, 0.0)
+
+    def drop(self, memory_id: str) -> None:
+        """Remove a deleted memory; its row stays, never eligible again."""
+        row = self.row_of.pop(memory_id, None)
+        unit = self.units.pop(memory_id, None)
+        if row is None or unit is None:
+            return
+        if unit.status is MemoryStatus.ACTIVE:
+            self.lexical.remove(memory_id)
+        self.active[row] = False
+        self.lexical_slot[row] = -1
+
+    def eligible_rows(self, now: datetime, thread_id: str | None) -> np.ndarray:
+        """Rows of active, unexpired memories in scope for ``thread_id``."""
+        size = self.size
+        in_scope = self.persistent[:size].copy()
+        if thread_id is not None:
+            in_scope |= np.fromiter(
+                (tid == thread_id for tid in self.thread_ids), dtype=bool, count=size
+            )
+        mask = self.active[:size] & (self.expires_at[:size] > now.timestamp()) & in_scope
+        return np.flatnonzero(mask)
+
+
+class RankingCache:
+    """This process's :class:`UserIndex` per user, reloaded when the row store's generations move.
+
+    Not thread-safe on its own: the store serialises every call.
+    """
+
+    def __init__(
+        self,
+        rows: RowStore,
+        vectors: ChromaVectorIndex,
+        writer: VectorWriter,
+        spec: EmbeddingSpec,
+        embed: Callable[[list[str]], np.ndarray] | None = None,
+    ) -> None:
+        self._rows = rows
+        self._vectors = vectors
+        self._writer = writer
+        self._dimension = spec.dimension
+        self._embed = embed
+        self._indexes: dict[str, UserIndex] = {}
+        self._seen_store_generation = rows.store_generation()
+
+    def index_for(self, user_id: str) -> UserIndex:
+        """This user's ranking index, reloaded if any process wrote since it was built."""
+        store_generation = self._rows.store_generation()
+        if store_generation != self._seen_store_generation:
+            self._vectors.reopen()
+            self._seen_store_generation = store_generation
+        generation = self._rows.generation(user_id)
+        index = self._indexes.get(user_id)
+        if index is None or index.generation != generation:
+            index = self._load(user_id, generation)
+            self._indexes[user_id] = index
+        return index
+
+    def after_write(self, user_id: str, bump: GenerationBump) -> UserIndex | None:
+        """The cached index to patch in place, or None when another process wrote meanwhile."""
+        if bump.store_before == self._seen_store_generation:
+            self._seen_store_generation = bump.store_after
+        index = self._indexes.get(user_id)
+        if index is not None and index.generation == bump.before:
+            index.generation = bump.after
+            return index
+        self._indexes.pop(user_id, None)
+        return None
+
+    def clear(self) -> None:
+        """Forget every cached index; each is rebuilt on next use."""
+        self._indexes.clear()
+
+    def _load(self, user_id: str, generation: int) -> UserIndex:
+        index = UserIndex(generation, self._dimension)
+        units = self._rows.list(user_id)
+        if not units:
+            return index
+        self._writer.flush()
+        vectors = self._vectors.get([unit.id for unit in units])
+        missing = [unit for unit in units if unit.id not in vectors]
+        if missing and self._embed is not None:
+            # Written by a process that has not flushed yet, or lost in a crash.
+            fresh = self._embed([unit.content for unit in missing])
+            vectors.update(zip((unit.id for unit in missing), fresh, strict=True))
+            self._writer.submit(missing, fresh)
+        zero = np.zeros(self._dimension, dtype=np.float32)
+        for unit in units:
+            index.insert(unit, vectors.get(unit.id, zero))
+        return index

@@ -1,0 +1,426 @@
+"""The row store: every memory's text and fields, tombstones, and write generations.
+
+The row store is the source of truth. The vector index and each process's
+ranking cache are derived from it and rebuilt from it when they fall behind.
+
+Every write reads and advances two generation counters inside its own
+transaction: the writing user's, and a store-wide one that counts every
+write whoever the user. A process compares them with what it last saw to
+know whether anyone else wrote meanwhile; bumping in the same transaction
+means a write and its generation are never seen apart.
+
+:class:`RowStore` is the interface the rest of Memora uses; :class:`SqliteRowStore`
+implements it on one SQLite file with ``secure_delete`` (see ``memora.db``),
+so deleting a row really removes its text.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from memora.db import Database
+from memora.models import MemorySource, MemoryStatus, MemoryUnit, utcnow
+
+_STORE_WIDE = ""
+"""Generation row counting every write to the store, whoever the user."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS memories (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    content TEXT NOT NULL,
+    memory_type TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    thread_id TEXT,
+    importance INTEGER NOT NULL,
+    confidence REAL NOT NULL,
+    source TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    last_accessed_at TEXT,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    expires_at TEXT,
+    status TEXT NOT NULL,
+    superseded_by TEXT,
+    supersedes TEXT,
+    embedding_model TEXT NOT NULL,
+    needs_review INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS memories_user_status ON memories (user_id, status);
+CREATE TABLE IF NOT EXISTS tombstones (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    deleted_at TEXT NOT NULL,
+    chain_ids TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS generations (
+    user_id TEXT PRIMARY KEY,
+    generation INTEGER NOT NULL
+);
+"""
+
+_COLUMNS = (
+    "id",
+    "user_id",
+    "content",
+    "memory_type",
+    "kind",
+    "scope",
+    "thread_id",
+    "importance",
+    "confidence",
+    "source",
+    "metadata",
+    "created_at",
+    "updated_at",
+    "last_accessed_at",
+    "access_count",
+    "expires_at",
+    "status",
+    "superseded_by",
+    "supersedes",
+    "embedding_model",
+    "needs_review",
+)
+_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM memories"
+
+
+@dataclass(frozen=True)
+class GenerationBump:
+    """The user's and the store-wide generations around one write."""
+
+    before: int
+    after: int
+    store_before: int
+    store_after: int
+
+
+@dataclass(frozen=True)
+class EmbeddingModelRecord:
+    """The embedding model the stored vectors were made with, as recorded."""
+
+    model_id: str
+    dimension: str | None
+
+
+class RowStore(Protocol):
+    """Memories, tombstones and generations of many users; every call is user-scoped.
+
+    Another user's id behaves exactly like an unknown id. Each write method
+    applies its change and advances the generations in one transaction and
+    returns them as a :class:`GenerationBump`.
+    """
+
+    def insert(self, user_id: str, units: Sequence[MemoryUnit]) -> GenerationBump:
+        """Store new memories of ``user_id``."""
+        ...
+
+    def rewrite(self, user_id: str, units: Sequence[MemoryUnit]) -> GenerationBump:
+        """Overwrite every field but id and owner of existing memories of ``user_id``."""
+        ...
+
+    def touch(
+        self, user_id: str, memory_ids: Sequence[str], at: datetime
+    ) -> tuple[int, GenerationBump]:
+        """Record one access at ``at``; returns how many memories were updated."""
+        ...
+
+    def delete_with_tombstones(self, user_id: str, memory_ids: Sequence[str]) -> GenerationBump:
+        """Delete memories and leave a tombstone for each, naming them all."""
+        ...
+
+    def get(self, user_id: str, memory_id: str) -> MemoryUnit | None:
+        """One memory, or None for an unknown or foreign id."""
+        ...
+
+    def list(
+        self, user_id: str, status: MemoryStatus | None = None, *, review_only: bool = False
+    ) -> builtins.list[MemoryUnit]:
+        """The user's memories, oldest first, optionally of one status or flagged ones."""
+        ...
+
+    def all_memories(self) -> builtins.list[MemoryUnit]:
+        """Every memory of every user, in insertion order."""
+        ...
+
+    def count(self, user_id: str, status: MemoryStatus | None = None) -> int:
+        """How many memories the user has, optionally of one status."""
+        ...
+
+    def users(self) -> builtins.list[str]:
+        """Every user id that has memories."""
+        ...
+
+    def chain(self, user_id: str, memory_id: str) -> builtins.list[MemoryUnit]:
+        """Every memory linked to ``memory_id`` by supersession, oldest first."""
+        ...
+
+    def is_tombstoned(self, user_id: str, memory_id: str) -> bool:
+        """Whether this user's memory was deleted."""
+        ...
+
+    def generation(self, user_id: str) -> int:
+        """How many writes the user's memories have seen."""
+        ...
+
+    def store_generation(self) -> int:
+        """How many writes the whole store has seen."""
+        ...
+
+    def embedding_model(self) -> EmbeddingModelRecord | None:
+        """The recorded embedding model, or None for a new store."""
+        ...
+
+    def record_embedding_model(self, model_id: str, dimension: int) -> None:
+        """Record the embedding model of a new store."""
+        ...
+
+    def record_reindex(self, model_id: str, dimension: int) -> None:
+        """Mark every memory as embedded with ``model_id`` and advance every generation."""
+        ...
+
+    def scrub(self) -> bool:
+        """Make deleted text unrecoverable from storage; False if it must be retried."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection."""
+        ...
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _row_values(unit: MemoryUnit) -> tuple[Any, ...]:
+    return (
+        unit.id,
+        unit.user_id,
+        unit.content,
+        unit.memory_type.value,
+        unit.kind,
+        unit.scope.value,
+        unit.thread_id,
+        unit.importance,
+        unit.confidence,
+        unit.source.model_dump_json(),
+        json.dumps(unit.metadata, ensure_ascii=False),
+        _iso(unit.created_at),
+        _iso(unit.updated_at),
+        _iso(unit.last_accessed_at),
+        unit.access_count,
+        _iso(unit.expires_at),
+        unit.status.value,
+        unit.superseded_by,
+        unit.supersedes,
+        unit.embedding_model,
+        int(unit.needs_review),
+    )
+
+
+def _unit_from_row(row: Any) -> MemoryUnit:
+    data = {name: row[name] for name in _COLUMNS}
+    data["source"] = MemorySource.model_validate_json(data["source"])
+    data["metadata"] = json.loads(data["metadata"])
+    return MemoryUnit.model_validate(data)
+
+
+class SqliteRowStore:
+    """:class:`RowStore` on one SQLite file (``memora.db`` in the data dir)."""
+
+    def __init__(self, path: Path) -> None:
+        self.db = Database(path, _SCHEMA)
+
+    def close(self) -> None:
+        """Close the database."""
+        self.db.close()
+
+    def scrub(self) -> bool:
+        """Checkpoint and truncate the write-ahead log (see ``Database.scrub``)."""
+        return self.db.scrub()
+
+    # -- writes ----------------------------------------------------------
+
+    def _bump(self, conn: Any, user_id: str) -> GenerationBump:
+        """Advance the user's and the store-wide counters inside the write's transaction."""
+
+        def read(key: str) -> int:
+            row = conn.execute(
+                "SELECT generation FROM generations WHERE user_id = ?", (key,)
+            ).fetchone()
+            return int(row["generation"]) if row else 0
+
+        before, store_before = read(user_id), read(_STORE_WIDE)
+        conn.executemany(
+            "INSERT INTO generations VALUES (?, 1) ON CONFLICT(user_id)"
+            " DO UPDATE SET generation = generation + 1",
+            [(user_id,), (_STORE_WIDE,)],
+        )
+        return GenerationBump(before, before + 1, store_before, store_before + 1)
+
+    def insert(self, user_id: str, units: Sequence[MemoryUnit]) -> GenerationBump:
+        """Insert new rows; the units must belong to ``user_id``."""
+        with self.db.transaction() as conn:
+            conn.executemany(
+                f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES"
+                f" ({', '.join('?' for _ in _COLUMNS)})",
+                [_row_values(unit) for unit in units],
+            )
+            return self._bump(conn, user_id)
+
+    def rewrite(self, user_id: str, units: Sequence[MemoryUnit]) -> GenerationBump:
+        """Overwrite every column but id and owner; foreign ids match no row."""
+        assignments = ", ".join(f"{name} = ?" for name in _COLUMNS[2:])
+        with self.db.transaction() as conn:
+            conn.executemany(
+                f"UPDATE memories SET {assignments} WHERE id = ? AND user_id = ?",
+                [(*_row_values(unit)[2:], unit.id, user_id) for unit in units],
+            )
+            return self._bump(conn, user_id)
+
+    def touch(
+        self, user_id: str, memory_ids: Sequence[str], at: datetime
+    ) -> tuple[int, GenerationBump]:
+        """Set the last access to ``at`` and count one more access."""
+        with self.db.transaction() as conn:
+            cursor = conn.executemany(
+                "UPDATE memories SET last_accessed_at = ?, access_count = access_count + 1"
+                " WHERE id = ? AND user_id = ?",
+                [(at.isoformat(), memory_id, user_id) for memory_id in memory_ids],
+            )
+            touched = cursor.rowcount
+            return touched, self._bump(conn, user_id)
+
+    def delete_with_tombstones(self, user_id: str, memory_ids: Sequence[str]) -> GenerationBump:
+        """Delete the rows; each tombstone lists every id deleted with it."""
+        placeholders = ", ".join("?" for _ in memory_ids)
+        with self.db.transaction() as conn:
+            conn.execute(
+                f"DELETE FROM memories WHERE user_id = ? AND id IN ({placeholders})",
+                (user_id, *memory_ids),
+            )
+            conn.executemany(
+                "INSERT OR REPLACE INTO tombstones VALUES (?, ?, ?, ?)",
+                [
+                    (deleted, user_id, utcnow().isoformat(), json.dumps(list(memory_ids)))
+                    for deleted in memory_ids
+                ],
+            )
+            return self._bump(conn, user_id)
+
+    def record_embedding_model(self, model_id: str, dimension: int) -> None:
+        """Write the model id and dimension to ``meta``."""
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('embedding_model', ?),"
+                " ('embedding_dimension', ?)",
+                (model_id, str(dimension)),
+            )
+
+    def record_reindex(self, model_id: str, dimension: int) -> None:
+        """Relabel every row and ``meta`` with the new model; advance every generation."""
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE memories SET embedding_model = ?", (model_id,))
+            conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('embedding_model', ?),"
+                " ('embedding_dimension', ?)",
+                (model_id, str(dimension)),
+            )
+            conn.execute("UPDATE generations SET generation = generation + 1")
+
+    # -- reads -----------------------------------------------------------
+
+    def embedding_model(self) -> EmbeddingModelRecord | None:
+        """The ``meta`` rows naming the embedding model, if recorded."""
+        rows = {r["key"]: r["value"] for r in self.db.query("SELECT key, value FROM meta")}
+        recorded = rows.get("embedding_model")
+        if recorded is None:
+            return None
+        return EmbeddingModelRecord(recorded, rows.get("embedding_dimension"))
+
+    def generation(self, user_id: str) -> int:
+        """The user's generation; 0 before the first write."""
+        rows = self.db.query("SELECT generation FROM generations WHERE user_id = ?", (user_id,))
+        return int(rows[0]["generation"]) if rows else 0
+
+    def store_generation(self) -> int:
+        """The store-wide generation; 0 before the first write."""
+        return self.generation(_STORE_WIDE)
+
+    def get(self, user_id: str, memory_id: str) -> MemoryUnit | None:
+        """One row of this user, or None."""
+        rows = self.db.query(f"{_SELECT} WHERE id = ? AND user_id = ?", (memory_id, user_id))
+        return _unit_from_row(rows[0]) if rows else None
+
+    def list(
+        self, user_id: str, status: MemoryStatus | None = None, *, review_only: bool = False
+    ) -> builtins.list[MemoryUnit]:
+        """This user's rows by creation time, then insertion order."""
+        sql = f"{_SELECT} WHERE user_id = ?"
+        params: builtins.list[Any] = [user_id]
+        if status is not None:
+            sql += " AND status = ?"
+            params.append(status.value)
+        if review_only:
+            sql += " AND needs_review = 1"
+        rows = self.db.query(sql + " ORDER BY created_at, rowid", params)
+        return [_unit_from_row(row) for row in rows]
+
+    def all_memories(self) -> builtins.list[MemoryUnit]:
+        """Every row, in insertion order."""
+        return [_unit_from_row(row) for row in self.db.query(f"{_SELECT} ORDER BY rowid")]
+
+    def count(self, user_id: str, status: MemoryStatus | None = None) -> int:
+        """How many rows this user has, optionally of one status."""
+        sql = "SELECT COUNT(*) AS n FROM memories WHERE user_id = ?"
+        params: builtins.list[Any] = [user_id]
+        if status is not None:
+            sql += " AND status = ?"
+            params.append(status.value)
+        return int(self.db.query(sql, params)[0]["n"])
+
+    def users(self) -> builtins.list[str]:
+        """Distinct owners of rows."""
+        return [row["user_id"] for row in self.db.query("SELECT DISTINCT user_id FROM memories")]
+
+    def chain(self, user_id: str, memory_id: str) -> builtins.list[MemoryUnit]:
+        """Follow ``supersedes`` and ``superseded_by`` links both ways, within the user."""
+        start = self.get(user_id, memory_id)
+        if start is None:
+            return []
+        seen: dict[str, MemoryUnit] = {start.id: start}
+        frontier = [start.id]
+        while frontier:
+            placeholders = ", ".join("?" for _ in frontier)
+            rows = self.db.query(
+                f"{_SELECT} WHERE user_id = ? AND"
+                f" (id IN ({placeholders}) OR superseded_by IN ({placeholders})"
+                f" OR supersedes IN ({placeholders}))",
+                (user_id, *frontier, *frontier, *frontier),
+            )
+            frontier = []
+            for row in rows:
+                unit = _unit_from_row(row)
+                for linked in (unit.id, unit.superseded_by, unit.supersedes):
+                    if linked and linked not in seen:
+                        frontier.append(linked)
+                if unit.id not in seen:
+                    seen[unit.id] = unit
+                    frontier.append(unit.id)
+        return sorted(seen.values(), key=lambda unit: unit.created_at)
+
+    def is_tombstoned(self, user_id: str, memory_id: str) -> bool:
+        """Whether a tombstone of this user names ``memory_id``."""
+        rows = self.db.query(
+            "SELECT 1 FROM tombstones WHERE id = ? AND user_id = ?", (memory_id, user_id)
+        )
+        return bool(rows)

@@ -1,0 +1,133 @@
+"""The per-user ranking cache follows writes from this store and from another one.
+
+Two ``LongTermMemoryStore`` objects on one data dir stand in for two processes:
+each has its own SQLite connection, Chroma client and cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memora.embeddings import EmbeddingSpec
+from memora.models import MemoryStatus, MemoryUnit
+from memora.store import LongTermMemoryStore
+
+SPEC = EmbeddingSpec(model_id="test/hash-8", dimension=8)
+
+
+class HashEmbed:
+    """A deterministic embedding that counts the texts it embedded."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        self.texts.extend(texts)
+        rows = [
+            np.frombuffer(hashlib.sha256(text.encode()).digest()[:8], dtype=np.uint8)
+            for text in texts
+        ]
+        return np.asarray(rows, dtype=np.float32).reshape(len(texts), SPEC.dimension)
+
+
+@pytest.fixture
+def embed() -> HashEmbed:
+    return HashEmbed()
+
+
+@pytest.fixture
+def stores(tmp_path: Path, embed: HashEmbed) -> Iterator[tuple[LongTermMemoryStore, ...]]:
+    first = LongTermMemoryStore(tmp_path, SPEC, embed=embed)
+    second = LongTermMemoryStore(tmp_path, SPEC, embed=embed)
+    yield first, second
+    first.close()
+    second.close()
+
+
+def _add(store: LongTermMemoryStore, embed: HashEmbed, memory_id: str, user: str = "alice") -> None:
+    unit = MemoryUnit(id=memory_id, user_id=user, content=f"memory {memory_id}")
+    store.add([unit], embed([unit.content]))
+
+
+def test_own_writes_patch_the_cached_index_in_place(
+    stores: tuple[LongTermMemoryStore, ...], embed: HashEmbed
+) -> None:
+    store, _ = stores
+    _add(store, embed, "a1")
+    index = store.index_for("alice")
+    _add(store, embed, "a2")
+    store.update("alice", "a1", status=MemoryStatus.ARCHIVED)
+    assert store.index_for("alice") is index
+    assert set(index.units) == {"a1", "a2"}
+    assert not index.active[index.row_of["a1"]]
+    assert index.generation == 3
+
+
+def test_another_writers_write_reloads_the_users_index(
+    stores: tuple[LongTermMemoryStore, ...], embed: HashEmbed
+) -> None:
+    reader, writer = stores
+    _add(reader, embed, "a1")
+    before = reader.index_for("alice")
+
+    _add(writer, embed, "a2")
+    writer.flush()
+    embedded = len(embed.texts)
+    after = reader.index_for("alice")
+    assert after is not before
+    assert set(after.units) == {"a1", "a2"}
+    np.testing.assert_allclose(
+        after.vectors[after.row_of["a2"]], embed(["memory a2"])[0], rtol=1e-5
+    )
+    assert len(embed.texts) == embedded + 1  # only the check above embedded; Chroma had it
+
+
+def test_a_write_after_a_foreign_write_drops_the_stale_index(
+    stores: tuple[LongTermMemoryStore, ...], embed: HashEmbed
+) -> None:
+    first, second = stores
+    _add(first, embed, "a1")
+    stale = first.index_for("alice")
+    _add(second, embed, "a2")
+    _add(first, embed, "a3")  # its generation shows a2 happened in between
+    fresh = first.index_for("alice")
+    assert fresh is not stale
+    assert set(fresh.units) == {"a1", "a2", "a3"}
+
+
+def test_another_users_write_reopens_chroma_so_new_vectors_are_read(
+    stores: tuple[LongTermMemoryStore, ...], embed: HashEmbed
+) -> None:
+    reader, writer = stores
+    _add(writer, embed, "b1", user="bob")
+    writer.flush()
+    assert set(reader.index_for("bob").units) == {"b1"}
+    alice = reader.index_for("alice")
+
+    _add(writer, embed, "b2", user="bob")
+    writer.flush()
+    embedded = len(embed.texts)
+    bob = reader.index_for("bob")
+    assert set(bob.units) == {"b1", "b2"}
+    assert len(embed.texts) == embedded  # b2's vector came from Chroma, not re-embedded
+    assert reader.index_for("alice") is alice  # alice's generation did not move
+
+
+def test_rows_without_vectors_are_re_embedded_and_written_back(
+    stores: tuple[LongTermMemoryStore, ...], embed: HashEmbed
+) -> None:
+    reader, crashed = stores
+    lost = MemoryUnit(id="a1", user_id="alice", content="a vector lost in a crash")
+    crashed.rows.insert("alice", [lost])  # the row committed, its vector never reached Chroma
+
+    index = reader.index_for("alice")
+    assert embed.texts == ["a vector lost in a crash"]
+    expected = embed(["a vector lost in a crash"])[0]
+    np.testing.assert_array_equal(index.vectors[index.row_of["a1"]], expected)
+    reader.flush()
+    np.testing.assert_allclose(reader.vectors.get(["a1"])["a1"], expected, rtol=1e-5)

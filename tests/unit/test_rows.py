@@ -1,0 +1,156 @@
+"""The SQLite row store: user scoping, tombstones, generations bumped with each write."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memora.db import StoreError
+from memora.models import MemoryStatus, MemoryUnit
+from memora.rows import GenerationBump, SqliteRowStore
+
+_T0 = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def rows(tmp_path: Path) -> Iterator[SqliteRowStore]:
+    store = SqliteRowStore(tmp_path / "memora.db")
+    yield store
+    store.close()
+
+
+def _unit(memory_id: str, user_id: str = "alice", day: int = 0, **fields: object) -> MemoryUnit:
+    at = _T0 + timedelta(days=day)
+    return MemoryUnit.model_validate(
+        {
+            "id": memory_id,
+            "user_id": user_id,
+            "content": f"memory {memory_id}",
+            "created_at": at,
+            "updated_at": at,
+            **fields,
+        }
+    )
+
+
+def test_rows_round_trip_and_stay_with_their_user(rows: SqliteRowStore) -> None:
+    stored = _unit("a1", metadata={"note": "café"}, importance=5)
+    rows.insert("alice", [stored])
+    rows.insert("bob", [_unit("b1", user_id="bob")])
+
+    assert rows.get("alice", "a1") == stored
+    assert rows.get("bob", "a1") is None
+    assert [u.id for u in rows.list("alice")] == ["a1"]
+    assert rows.count("alice") == 1 and rows.count("carol") == 0
+    assert sorted(rows.users()) == ["alice", "bob"]
+    assert [u.id for u in rows.all_memories()] == ["a1", "b1"]
+
+
+def test_rewrite_of_a_foreign_id_changes_nothing(rows: SqliteRowStore) -> None:
+    rows.insert("alice", [_unit("a1")])
+    archived = _unit("a1", status=MemoryStatus.ARCHIVED)
+    rows.rewrite("bob", [archived])
+    assert rows.count("alice", MemoryStatus.ACTIVE) == 1
+    rows.rewrite("alice", [archived])
+    assert rows.count("alice", MemoryStatus.ARCHIVED) == 1
+    assert rows.count("alice", MemoryStatus.ACTIVE) == 0
+
+
+def test_list_orders_by_creation_and_filters(rows: SqliteRowStore) -> None:
+    rows.insert("alice", [_unit("late", day=2), _unit("early", day=0, needs_review=True)])
+    rows.insert("alice", [_unit("gone", day=1, status=MemoryStatus.SUPERSEDED)])
+    assert [u.id for u in rows.list("alice")] == ["early", "gone", "late"]
+    assert [u.id for u in rows.list("alice", MemoryStatus.ACTIVE)] == ["early", "late"]
+    assert [u.id for u in rows.list("alice", review_only=True)] == ["early"]
+
+
+def test_every_write_bumps_the_user_and_the_store_wide_generation(rows: SqliteRowStore) -> None:
+    assert (rows.generation("alice"), rows.store_generation()) == (0, 0)
+    assert rows.insert("alice", [_unit("a1")]) == GenerationBump(0, 1, 0, 1)
+    assert rows.insert("bob", [_unit("b1", user_id="bob")]) == GenerationBump(0, 1, 1, 2)
+    touched, bump = rows.touch("alice", ["a1", "b1"], _T0)
+    assert touched == 1  # bob's id is not alice's
+    assert bump == GenerationBump(1, 2, 2, 3)
+    assert rows.rewrite("alice", [_unit("a1")]) == GenerationBump(2, 3, 3, 4)
+    assert rows.delete_with_tombstones("alice", ["a1"]) == GenerationBump(3, 4, 4, 5)
+    assert (rows.generation("alice"), rows.generation("bob"), rows.store_generation()) == (4, 1, 5)
+
+
+def test_a_failed_write_leaves_the_generations_alone(rows: SqliteRowStore) -> None:
+    rows.insert("alice", [_unit("a1")])
+    with pytest.raises(StoreError):
+        rows.insert("alice", [_unit("a2"), _unit("a1")])  # duplicate id: the whole write fails
+    assert rows.get("alice", "a2") is None
+    assert (rows.generation("alice"), rows.store_generation()) == (1, 1)
+
+
+def test_touch_records_the_access(rows: SqliteRowStore) -> None:
+    rows.insert("alice", [_unit("a1")])
+    at = _T0 + timedelta(hours=5)
+    rows.touch("alice", ["a1"], at)
+    rows.touch("alice", ["a1"], at)
+    touched = rows.get("alice", "a1")
+    assert touched is not None
+    assert touched.last_accessed_at == at and touched.access_count == 2
+
+
+def test_chain_follows_supersession_both_ways_within_the_user(rows: SqliteRowStore) -> None:
+    rows.insert(
+        "alice",
+        [
+            _unit("v1", day=0, superseded_by="v2", status=MemoryStatus.SUPERSEDED),
+            _unit("v2", day=1, supersedes="v1", superseded_by="v3"),
+            _unit("v3", day=2, supersedes="v2"),
+            _unit("other", day=3),
+        ],
+    )
+    rows.insert("bob", [_unit("b1", user_id="bob", supersedes="v3")])
+    assert [u.id for u in rows.chain("alice", "v2")] == ["v1", "v2", "v3"]
+    assert [u.id for u in rows.chain("alice", "other")] == ["other"]
+    assert rows.chain("bob", "v2") == []
+
+
+def test_delete_leaves_tombstones_only_for_that_user(rows: SqliteRowStore) -> None:
+    rows.insert("alice", [_unit("a1"), _unit("a2"), _unit("a3")])
+    rows.delete_with_tombstones("alice", ["a1", "a2"])
+    assert [u.id for u in rows.list("alice")] == ["a3"]
+    assert rows.is_tombstoned("alice", "a1") and rows.is_tombstoned("alice", "a2")
+    assert not rows.is_tombstoned("alice", "a3")
+    assert not rows.is_tombstoned("bob", "a1")
+    tombstone = rows.db.query("SELECT chain_ids FROM tombstones WHERE id = 'a2'")[0]
+    assert tombstone["chain_ids"] == '["a1", "a2"]'
+
+
+def test_deleting_another_users_id_removes_nothing(rows: SqliteRowStore) -> None:
+    rows.insert("alice", [_unit("a1")])
+    rows.delete_with_tombstones("bob", ["a1"])
+    assert rows.get("alice", "a1") is not None
+    assert not rows.is_tombstoned("alice", "a1")
+
+
+def test_deleted_text_is_gone_from_the_file(rows: SqliteRowStore, tmp_path: Path) -> None:
+    secret = "my locker code is 4417-unique"
+    rows.insert("alice", [_unit("a1", content=secret)])
+    rows.delete_with_tombstones("alice", ["a1"])
+    assert rows.scrub()
+    for path in tmp_path.iterdir():
+        assert secret.encode() not in path.read_bytes(), path
+
+
+def test_embedding_model_and_reindex(rows: SqliteRowStore) -> None:
+    assert rows.embedding_model() is None
+    rows.record_embedding_model("model-a", 256)
+    recorded = rows.embedding_model()
+    assert recorded is not None and (recorded.model_id, recorded.dimension) == ("model-a", "256")
+
+    rows.insert("alice", [_unit("a1", embedding_model="model-a")])
+    rows.insert("bob", [_unit("b1", user_id="bob", embedding_model="model-a")])
+    rows.record_reindex("model-b", 384)
+    recorded = rows.embedding_model()
+    assert recorded is not None and (recorded.model_id, recorded.dimension) == ("model-b", "384")
+    assert {u.embedding_model for u in rows.all_memories()} == {"model-b"}
+    # Every cached index, whoever's, must be rebuilt after a reindex.
+    assert (rows.generation("alice"), rows.generation("bob"), rows.store_generation()) == (2, 2, 3)
