@@ -9,6 +9,8 @@ update and delete are never reachable from a tool.
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -246,7 +248,13 @@ TOOL_HANDLERS: dict[str, ToolSpec] = {
 
 
 def tool_schemas() -> list[dict[str, Any]]:
-    """OpenAI function schemas of the allowlisted tools, for ``bind_tools``."""
+    """OpenAI function schemas of the allowlisted tools, for ``bind_tools`` (a fresh copy)."""
+    return copy.deepcopy(_tool_schemas())
+
+
+@functools.cache
+def _tool_schemas() -> list[dict[str, Any]]:
+    # Building them costs about 3 ms, once per model call otherwise.
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
     schemas = []
