@@ -72,8 +72,14 @@ def run_turn(
     replied = text is None  # a resumed turn's reply was shown before it paused
     while payload is not None:
         mid_line = False
+        # "sync": a pause for approval is on disk before the prompt shows, so closing the
+        # terminal at the prompt loses nothing.
         for mode, chunk in agent.stream(
-            payload, config, context=context, stream_mode=["messages", "updates"]
+            payload,
+            config,
+            context=context,
+            stream_mode=["messages", "updates"],
+            durability="sync",
         ):
             if mode == "messages":
                 message, metadata = chunk
