@@ -15,7 +15,7 @@ import typer
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 from langgraph.types import Command
 
-from cli.console import UserOption, ask, console, errors, id_table, status_style
+from cli.console import UserOption, console, errors, id_table, status_style
 from cli.library import open_memora
 from graph.checkpointed import open_agent
 from memora.api import Memora
@@ -133,12 +133,22 @@ def _resume(agent: Any, config: dict[str, Any], ask: Asker) -> Command | None:
     console.print("--- Forget Request ---")
     console.print(f"Memory: {request.get('preview')}", markup=False)
     console.print(f"Reason: {request.get('reason')}", markup=False)
-    return Command(resume=ask(request))
+    answer = ask(request)
+    if answer is None:
+        raise ApprovalUnanswered
+    return Command(resume=answer)
 
 
-def prompt_approval(_: dict[str, Any]) -> str:
-    """Ask at the terminal; no answer keeps the memory."""
-    return ask("Delete this memory? [y/N]: ")
+class ApprovalUnanswered(Exception):
+    """The terminal closed at the approval prompt: the thread stays paused for next time."""
+
+
+def prompt_approval(_: dict[str, Any]) -> str | None:
+    """Ask at the terminal; an empty answer keeps the memory, a closed terminal answers nothing."""
+    try:
+        return input("Delete this memory? [y/N]: ").strip().lower()
+    except EOFError:
+        return None
 
 
 def print_memories(memora: Memora, user_id: str) -> None:
@@ -172,24 +182,33 @@ def chat(
     console.print(f"Model: {describe_model(settings)}")
     console.print(f"Thread: {thread_id} (resume with --thread {thread_id}); user: {user}")
     with open_agent(settings.data_dir) as agent:
-        if _pending_interrupts(agent, _config(thread_id, user)):
-            run_turn(agent, thread_id, user, None, prompt_approval, memora=memora, verbose=verbose)
-        while True:
+        try:
+            _converse(agent, memora, thread_id, user, verbose)
+        except ApprovalUnanswered:
+            console.print()
+            console.print(f"The deletion still awaits your approval: --thread {thread_id}")
+
+
+def _converse(agent: Any, memora: Memora, thread_id: str, user: str, verbose: bool) -> None:
+    """The chat loop: a pending approval first, then one turn per line until /exit or EOF."""
+    if _pending_interrupts(agent, _config(thread_id, user)):
+        run_turn(agent, thread_id, user, None, prompt_approval, memora=memora, verbose=verbose)
+    while True:
+        try:
+            line = input("You: ").strip()
+        except EOFError:
+            break
+        if not line:
+            continue
+        if line in {"/exit", "/quit"}:
+            break
+        if line == "/memories":
+            print_memories(memora, user)
+            continue
+        if line.startswith("/profile"):
             try:
-                line = input("You: ").strip()
-            except EOFError:
-                break
-            if not line:
-                continue
-            if line in {"/exit", "/quit"}:
-                break
-            if line == "/memories":
-                print_memories(memora, user)
-                continue
-            if line.startswith("/profile"):
-                try:
-                    _profile_command(memora, user, line)
-                except ValueError as error:
-                    errors.print(str(error), markup=False)
-                continue
-            run_turn(agent, thread_id, user, line, prompt_approval, memora=memora, verbose=verbose)
+                _profile_command(memora, user, line)
+            except ValueError as error:
+                errors.print(str(error), markup=False)
+            continue
+        run_turn(agent, thread_id, user, line, prompt_approval, memora=memora, verbose=verbose)

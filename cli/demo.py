@@ -63,7 +63,7 @@ def demo(
                 answer = "y" if yes else "n"
                 console.print(f"Delete this memory? [y/N]: {answer}", markup=False)
                 return answer
-            return prompt_approval(request)
+            return prompt_approval(request) or "n"  # a closed terminal keeps the memory
 
         user = "demo"
         with open_agent(root) as agent:

@@ -151,3 +151,31 @@ def test_chat_with_a_corrupt_or_unwritable_store_says_one_line(tmp_path: Path) -
     assert unwritable.returncode == 2
     assert "Traceback" not in unwritable.stderr
     assert "a-file" in unwritable.stderr
+
+
+def test_end_of_input_at_the_approval_prompt_keeps_the_thread_paused(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    lines = "Please remember that I live in Kaohsiung.\nPlease forget that I live in Kaohsiung.\n"
+    first = subprocess.run(
+        [MEMORA, "chat", "--user", "alice"],
+        env=_env(data),
+        input=lines,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert first.returncode == 0, first.stderr
+    assert "still awaits your approval" in first.stdout
+    thread_id = re.search(r"--thread ([0-9a-f]{32})", first.stdout)
+    assert thread_id is not None
+    assert "Kaohsiung" in _run(data, "memories", "list", "--json", "--user", "alice").stdout
+    again = subprocess.run(
+        [MEMORA, "chat", "--user", "alice", "--thread", thread_id.group(1)],
+        env=_env(data),
+        input="y\n/exit\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "Memory deleted." in again.stdout, again.stdout
+    assert "Kaohsiung" not in _run(data, "memories", "list", "--json", "--user", "alice").stdout
