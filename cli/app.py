@@ -15,15 +15,18 @@ from cli.library import close_opened
 from cli.memories import memories_app
 from cli.profile import profile_app
 from cli.threads import threads_app
+from cli.users import users_app
 from memora.api import close_shared
 from memora.config import ConfigError, get_settings
 from memora.db import StoreError
+from memora.redaction import install_log_redaction
 
 app = typer.Typer(help="Memora: a chat agent with agentic long-term memory.", no_args_is_help=True)
 app.add_typer(memories_app, name="memories")
 app.add_typer(eval_app, name="eval")
 app.add_typer(profile_app, name="profile")
 app.add_typer(threads_app, name="threads")
+app.add_typer(users_app, name="users")
 app.command("chat")(chat)
 app.command("demo")(demo)
 
@@ -34,6 +37,7 @@ def main() -> None:
         logging.basicConfig(
             level=get_settings().log_level, format="%(levelname)s %(name)s: %(message)s"
         )
+        install_log_redaction()
         try:
             app()
         finally:

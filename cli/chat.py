@@ -17,7 +17,7 @@ from langgraph.types import Command
 
 from cli.console import UserOption, console, errors, id_table, status_style
 from cli.library import open_memora
-from graph.checkpointed import open_agent
+from graph.checkpointed import durability_for, open_agent
 from memora.api import Memora
 from memora.chat_models import describe_model
 from memora.config import get_settings
@@ -72,14 +72,12 @@ def run_turn(
     replied = text is None  # a resumed turn's reply was shown before it paused
     while payload is not None:
         mid_line = False
-        # "sync": a pause for approval is on disk before the prompt shows, so closing the
-        # terminal at the prompt loses nothing.
         for mode, chunk in agent.stream(
             payload,
             config,
             context=context,
             stream_mode=["messages", "updates"],
-            durability="sync",
+            durability=durability_for(payload),
         ):
             if mode == "messages":
                 message, metadata = chunk

@@ -249,6 +249,11 @@ def eval_perf(
         "full write path p50 / p95",
         f"{result['write_ms']['p50']:.1f} / {result['write_ms']['p95']:.1f} ms",
     )
+    forget = result["forget_ms"]
+    table.add_row(
+        f"forget p50 / p95 (user of {forget['user_size']:,})",
+        f"{forget['p50']:.1f} / {forget['p95']:.1f} ms",
+    )
     console.print(table)
 
 
@@ -259,10 +264,13 @@ def eval_overhead(
     store_size: Annotated[int, typer.Option(help="Memories of the user.")] = 10_000,
 ) -> None:
     """The graph's own time per turn (offline model, SQLite checkpoints), model time excluded."""
-    from evals.overhead import run_overhead
+    from evals.overhead import run_growth, run_overhead
 
     with _progress("turns", as_json) as progress:
         result = run_overhead(turns, store_size, progress)
+    with _progress("growth turns", as_json) as progress:
+        growth = run_growth(progress=progress)
+    result["growth"] = growth
     if as_json:
         _print_json({"memora": result})
         return
@@ -278,6 +286,14 @@ def eval_overhead(
         f"{result['graph_ms']['p95']:.1f}",
     )
     console.print(table)
+    sizes = growth["checkpoint_bytes"]
+    console.print(
+        "thread checkpoints ("
+        + f"{growth['message_chars']}-character messages): "
+        + ", ".join(f"{turns} turns {size / 1024:.0f} KiB" for turns, size in sizes.items())
+        + f"; ratio {growth['ratio']:.2f} (linear growth is 3.00)",
+        markup=False,
+    )
 
 
 @eval_app.command("agent")

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from cli.console import ask, console, errors
-from graph.checkpointed import open_agent
+from graph.checkpointed import delete_threads, open_agent, thread_records
 from memora.config import get_settings
 
 threads_app = typer.Typer(help="List or delete conversation threads.", no_args_is_help=True)
@@ -17,24 +17,15 @@ threads_app = typer.Typer(help="List or delete conversation threads.", no_args_i
 
 def _threads(data_dir: Path) -> list[dict[str, Any]]:
     with open_agent(data_dir) as agent:
-        saver = agent.checkpointer
-        latest: dict[str, Any] = {}
-        for checkpoint in saver.list(None):
-            thread_id = checkpoint.config["configurable"]["thread_id"]
-            latest.setdefault(thread_id, checkpoint)
-        rows = []
-        for thread_id, checkpoint in latest.items():
-            values = checkpoint.checkpoint.get("channel_values", {})
-            messages = values.get("messages", [])
-            rows.append(
-                {
-                    "thread_id": thread_id,
-                    "user_id": values.get("owner_user_id", ""),
-                    "updated": checkpoint.checkpoint.get("ts", ""),
-                    "messages": len(messages),
-                }
-            )
-        return rows
+        return [
+            {
+                "thread_id": record.thread_id,
+                "user_id": record.user_id,
+                "updated": record.updated,
+                "messages": len(record.messages),
+            }
+            for record in thread_records(agent)
+        ]
 
 
 @threads_app.command("list")
@@ -61,6 +52,5 @@ def threads_delete(
         console.print("kept")
         return
     with open_agent(settings.data_dir) as agent:
-        agent.checkpointer.delete_thread(thread_id)
-        agent.checkpointer.conn.execute("VACUUM")
+        delete_threads(agent, [thread_id])
     console.print("deleted")

@@ -32,7 +32,7 @@ import numpy as np
 from langchain_core.messages import HumanMessage
 from langgraph.types import Command
 
-from graph.checkpointed import open_agent
+from graph.checkpointed import durability_for, open_agent
 from memora.api import Memora
 from memora.chat_models import OFFLINE
 from memora.config import load_settings
@@ -137,7 +137,8 @@ def _send(agent: Any, memora: Memora, thread_id: str, user_id: str, text: str) -
     """One user turn through the graph (offline model); an unexpected approval is declined."""
     config = {"configurable": {"thread_id": thread_id, "user_id": user_id}}
     context = Context(user_id=user_id, chat_model=OFFLINE, memora=memora)
-    agent.invoke({"messages": [HumanMessage(text)]}, config, context=context)
+    payload = {"messages": [HumanMessage(text)]}
+    agent.invoke(payload, config, context=context, durability=durability_for(payload))
     interrupted = False
     while any(task.interrupts for task in agent.get_state(config).tasks):
         interrupted = True  # no deletion is expected: keep the memory

@@ -14,7 +14,7 @@ from langchain_core.messages import HumanMessage
 
 from evals.common import percentile_ms
 from evals.perf import build_users
-from graph.checkpointed import open_agent
+from graph.checkpointed import durability_for, open_agent
 from memora.api import Memora
 from memora.chat_models import OFFLINE
 from memora.config import load_settings
@@ -69,10 +69,9 @@ def run_overhead(
                         "callbacks": [timer],
                     }
                     started = time.perf_counter()
+                    payload = {"messages": [HumanMessage(TURNS[number % len(TURNS)])]}
                     agent.invoke(
-                        {"messages": [HumanMessage(TURNS[number % len(TURNS)])]},
-                        run_config,
-                        context=context,
+                        payload, run_config, context=context, durability=durability_for(payload)
                     )
                     elapsed = time.perf_counter() - started
                     totals.append(elapsed)
@@ -86,4 +85,46 @@ def run_overhead(
         "store_size": store_size,
         "turn_ms": {"p50": percentile_ms(totals, 50), "p95": percentile_ms(totals, 95)},
         "graph_ms": {"p50": percentile_ms(graph_only, 50), "p95": percentile_ms(graph_only, 95)},
+    }
+
+
+GROWTH_CHECKPOINTS = (50, 150)
+"""Turns after which a thread's data dir is measured (linear growth is a ratio of 3)."""
+
+
+def run_growth(
+    message_chars: int = 300,
+    checkpoints: tuple[int, ...] = GROWTH_CHECKPOINTS,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Size of the checkpoint file as one thread grows, with messages of ``message_chars``."""
+    sizes: dict[str, int] = {}
+    with tempfile.TemporaryDirectory(prefix="memora-growth-") as tmp:
+        root = Path(tmp)
+        memora = Memora(load_settings(data_dir=root, write_judge="rules"))
+        context = Context(user_id="user-0", chat_model=OFFLINE, memora=memora)
+        config = {"configurable": {"thread_id": "growth", "user_id": "user-0"}}
+        filler = ("Tell me about the weather in Porto today and tomorrow please. " * 10)[
+            :message_chars
+        ]
+        try:
+            with open_agent(root) as agent:
+                for number in range(1, max(checkpoints) + 1):
+                    payload = {"messages": [HumanMessage(filler)]}
+                    agent.invoke(
+                        payload, config, context=context, durability=durability_for(payload)
+                    )
+                    if number in checkpoints:
+                        sizes[str(number)] = sum(
+                            path.stat().st_size for path in root.glob("checkpoints.sqlite*")
+                        )
+                    if progress:
+                        progress(number, max(checkpoints))
+        finally:
+            memora.close()
+    first, last = str(checkpoints[0]), str(checkpoints[-1])
+    return {
+        "message_chars": message_chars,
+        "checkpoint_bytes": sizes,
+        "ratio": sizes[last] / sizes[first] if sizes.get(first) else None,
     }

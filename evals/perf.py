@@ -41,6 +41,29 @@ def build_users(
     return users * per_user / seconds if seconds else 0.0
 
 
+FORGET_USER_SIZE = 1000
+"""Memories of the user whose forgets are timed."""
+
+
+def time_forgets(memora: Memora, forgets: int = 100) -> list[float]:
+    """Seconds per ``forget`` (row, key, vector and audit, file scrubbed) for a user of 1,000."""
+    user = "forget-bench"
+    units = [
+        MemoryUnit(
+            id=new_memory_id(), user_id=user, content=text, source=MemorySource(actor="bench")
+        )
+        for text in synthetic_facts(FORGET_USER_SIZE, seed=4242)
+    ]
+    memora.ingest(units)
+    memora.search(user, "warm-up")
+    times = []
+    for unit in units[:: FORGET_USER_SIZE // forgets][:forgets]:
+        started = time.perf_counter()
+        memora.forget(user, unit.id)
+        times.append(time.perf_counter() - started)
+    return times
+
+
 def run_perf(
     memora: Memora,
     *,
@@ -64,7 +87,13 @@ def run_perf(
         started = time.perf_counter()
         memora.add(target, f"I recently noticed that {text.lower()}")
         write_times.append(time.perf_counter() - started)
+    forget_times = time_forgets(memora)
     return {
+        "forget_ms": {
+            "user_size": FORGET_USER_SIZE,
+            "p50": percentile_ms(forget_times, 50),
+            "p95": percentile_ms(forget_times, 95),
+        },
         "store_size": users * per_user,
         "user_size": per_user,
         "ingest_per_s": ingest_rate,

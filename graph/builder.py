@@ -14,6 +14,7 @@ from nodes.commit_memory import commit_memory
 from nodes.delete_memory import delete_memory
 from nodes.execute_tool import execute_tool
 from nodes.finish import finish
+from nodes.redact_transcript import redact_transcript
 from nodes.state import Context, InputState, OutputState, State, StopReason
 
 RECURSION_LIMIT = 2 * MAX_AGENT_STEPS_LIMIT + 10
@@ -52,6 +53,7 @@ builder.add_node(commit_memory)
 builder.add_node(approve_forget)
 builder.add_node(delete_memory)
 builder.add_node(finish)
+builder.add_node(redact_transcript)
 builder.add_edge(START, "assemble_context")
 builder.add_conditional_edges("assemble_context", route_after_context)
 builder.add_conditional_edges("call_model", route_after_model)
@@ -59,4 +61,5 @@ builder.add_conditional_edges("execute_tool", route_after_tool)
 builder.add_edge("commit_memory", "approve_forget")
 builder.add_conditional_edges("approve_forget", route_after_approval)
 builder.add_edge("delete_memory", "finish")
-builder.add_edge("finish", END)
+builder.add_edge("finish", "redact_transcript")
+builder.add_edge("redact_transcript", END)

@@ -5,15 +5,69 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command, Durability
 
 from graph.builder import RECURSION_LIMIT, builder
 from memora.db import StoreError, describe_sqlite_error
 
 CHECKPOINTS_FILE = "checkpoints.sqlite"
+
+
+def durability_for(payload: Any) -> Durability:
+    """How a local run saves its checkpoints.
+
+    A new turn is saved once, when it ends or pauses for approval, so no
+    intermediate copy of the turn (with text the turn's end redacts) reaches
+    the disk, and a turn costs one write. A resume is saved after every step:
+    an approval must survive a crash that comes before its delete.
+    """
+    return "sync" if isinstance(payload, Command) else "exit"
+
+
+class LatestOnlySqliteSaver(SqliteSaver):
+    """A SQLite checkpointer that keeps only each thread's newest checkpoint and its writes.
+
+    Every checkpoint holds the whole transcript, so keeping them all grows a
+    thread quadratically, and an old one would still hold text that a later
+    turn redacted. Resuming needs only the newest checkpoint and the writes
+    saved against it (a pending approval's interrupt included), so older ones
+    are deleted as each new one is saved; ``secure_delete`` zeroes their pages
+    and the write-ahead log is truncated, so no copy stays in the file.
+    """
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        saved = super().put(config, checkpoint, metadata, new_versions)
+        keys = (
+            str(saved["configurable"]["thread_id"]),
+            saved["configurable"]["checkpoint_ns"],
+            saved["configurable"]["checkpoint_id"],
+        )
+        with self.cursor() as cur:
+            cur.execute(
+                "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?"
+                " AND checkpoint_id < ?",
+                keys,
+            )
+            cur.execute(
+                "DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ?"
+                " AND checkpoint_id < ?",
+                keys,
+            )
+        if _ends_the_run(checkpoint):
+            with self.lock:
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return saved
+
+
+def _ends_the_run(checkpoint: Any) -> bool:
+    """Whether this checkpoint triggers no further node: the run's last one."""
+    updated = checkpoint.get("updated_channels") or []
+    return not any(str(channel).startswith("branch:to:") for channel in updated)
 
 
 @contextmanager
@@ -29,7 +83,9 @@ def open_agent(data_dir: Path) -> Iterator[Any]:
         conn = sqlite3.connect(path, check_same_thread=False, timeout=5)
         # A deleted thread's transcript must not linger in free pages.
         conn.execute("PRAGMA secure_delete=ON")
-        saver = SqliteSaver(conn)
+        # WAL with NORMAL survives a killed process; only a power cut can lose the last commit.
+        conn.execute("PRAGMA synchronous=NORMAL")
+        saver = LatestOnlySqliteSaver(conn)
         saver.setup()
     except OSError as error:
         raise StoreError(f"cannot use data dir {data_dir}: {error}") from None
@@ -40,3 +96,40 @@ def open_agent(data_dir: Path) -> Iterator[Any]:
         yield agent.with_config({"recursion_limit": RECURSION_LIMIT})
     finally:
         conn.close()
+
+
+@dataclass(frozen=True)
+class ThreadRecord:
+    """One conversation thread as its newest checkpoint holds it."""
+
+    thread_id: str
+    user_id: str
+    """The thread's owner (the user of its first run)."""
+    updated: str
+    messages: list[Any]
+
+
+def thread_records(agent: Any) -> list[ThreadRecord]:
+    """Every thread the agent's checkpointer keeps, newest checkpoint of each."""
+    latest: dict[str, Any] = {}
+    for checkpoint in agent.checkpointer.list(None):
+        latest.setdefault(checkpoint.config["configurable"]["thread_id"], checkpoint)
+    records = []
+    for thread_id, checkpoint in latest.items():
+        values = checkpoint.checkpoint.get("channel_values", {})
+        records.append(
+            ThreadRecord(
+                thread_id=thread_id,
+                user_id=values.get("owner_user_id", ""),
+                updated=checkpoint.checkpoint.get("ts", ""),
+                messages=list(values.get("messages", [])),
+            )
+        )
+    return records
+
+
+def delete_threads(agent: Any, thread_ids: list[str]) -> None:
+    """Delete these threads' checkpoints and rewrite the file so no page keeps them."""
+    for thread_id in thread_ids:
+        agent.checkpointer.delete_thread(thread_id)
+    agent.checkpointer.conn.execute("VACUUM")

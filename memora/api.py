@@ -9,6 +9,7 @@ memora.forget("alice", memory_id)      # a person deleting directly
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -46,6 +47,20 @@ __all__ = [
     "close_shared",
     "shared_memora",
 ]
+
+
+@dataclass
+class ErasureReport:
+    """What erasing a user removed."""
+
+    memories: int
+    """Memories deleted, every version of every chain."""
+    vectors: int
+    """Vectors Chroma held for the user."""
+    profile_fields: int
+    audit_entries: int
+    threads: int = 0
+    """Conversation threads deleted (set by the caller that owns the checkpointer)."""
 
 
 @dataclass
@@ -257,6 +272,33 @@ class Memora:
             self.store.rows.scrub()
             self.audit.db.scrub()
         return deleted
+
+    def erase_user(self, user_id: str) -> ErasureReport:
+        """Remove everything the library holds of one user: memories with their chains,
+        vectors, profile and audit. Text-free tombstones of the memory ids stay, so a
+        stale process never writes a vector back.
+
+        Conversation threads live with the checkpointer (``memora users erase`` removes them).
+        """
+        memory_ids, vectors = self.store.erase_user(user_id)
+        report = ErasureReport(
+            memories=len(memory_ids),
+            vectors=vectors,
+            profile_fields=self.profile.erase(user_id),
+            audit_entries=self.audit.erase(user_id),
+        )
+        self.store.db.scrub()
+        self.audit.db.scrub()
+        return report
+
+    def export_user(self, user_id: str) -> dict[str, Any]:
+        """Everything the library holds of one user, as JSON-ready data."""
+        return {
+            "user_id": user_id,
+            "memories": [json.loads(unit.model_dump_json()) for unit in self.store.list(user_id)],
+            "profile": self.profile.get(user_id),
+            "audit": [dataclasses.asdict(entry) for entry in self.audit.entries(user_id, limit=-1)],
+        }
 
     def history(self, user_id: str, memory_id: str) -> History:
         """A memory's supersession chain (oldest first) and its audit trail."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from memora.db import Database
 from memora.models import utcnow
+from memora.redaction import redact
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit (
@@ -30,7 +31,8 @@ CREATE TABLE IF NOT EXISTS audit (
     memory_ids TEXT NOT NULL,
     query TEXT,
     scores TEXT,
-    source TEXT
+    source TEXT,
+    redactions INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS audit_user ON audit (user_id, seq);
 """
@@ -54,6 +56,8 @@ class AuditEntry:
     query: str | None
     scores: list[float] | None
     source: str | None
+    redactions: int = 0
+    """Sensitive values cut from the query before it was written."""
 
 
 class AuditLog:
@@ -61,6 +65,10 @@ class AuditLog:
 
     def __init__(self, data_dir: Path) -> None:
         self.db = Database(data_dir / "audit.db", _SCHEMA)
+        columns = {row["name"] for row in self.db.query("PRAGMA table_info(audit)")}
+        if "redactions" not in columns:
+            with self.db.transaction() as conn:
+                conn.execute("ALTER TABLE audit ADD COLUMN redactions INTEGER NOT NULL DEFAULT 0")
 
     def record(
         self,
@@ -76,11 +84,17 @@ class AuditLog:
         source: str | None = None,
         thread_id: str | None = None,
     ) -> None:
-        """Append one entry. ``event`` is write, read, delete, review or consolidate."""
+        """Append one entry. ``event`` is write, read, delete, review or consolidate.
+
+        A query is written with its sensitive values redacted, and the entry
+        records how many were cut.
+        """
+        cleaned = redact(query) if query is not None else None
         with self.db.transaction() as conn:
             conn.execute(
                 "INSERT INTO audit (at, user_id, thread_id, event, decision, reason, action,"
-                " memory_ids, query, scores, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " memory_ids, query, scores, source, redactions)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     utcnow().isoformat(),
                     user_id,
@@ -90,9 +104,10 @@ class AuditLog:
                     reason,
                     action,
                     json.dumps(list(memory_ids)),
-                    query,
+                    cleaned.text if cleaned is not None else None,
                     json.dumps([round(s, 4) for s in scores]) if scores is not None else None,
                     source,
+                    cleaned.redactions if cleaned is not None else 0,
                 ),
             )
 
@@ -108,6 +123,11 @@ class AuditLog:
                 )
                 changed += cursor.rowcount
         return changed
+
+    def erase(self, user_id: str) -> int:
+        """Delete every entry of the user; returns how many there were."""
+        with self.db.transaction() as conn:
+            return int(conn.execute("DELETE FROM audit WHERE user_id = ?", (user_id,)).rowcount)
 
     def entries(
         self, user_id: str, memory_id: str | None = None, limit: int = 200
@@ -133,6 +153,7 @@ class AuditLog:
                 query=row["query"],
                 scores=json.loads(row["scores"]) if row["scores"] else None,
                 source=row["source"],
+                redactions=row["redactions"],
             )
             for row in reversed(rows)
         ]

@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
     """Level of Memora's log messages (standard logging, to stderr)."""
 
+    redact_transcripts: bool = True
+    """Cut sensitive values out of stored conversation threads once each turn ends."""
+
     auth_secret: SecretStr | None = None
     """HS256 key that signs the server's bearer tokens (at least 32 bytes); unset: no auth."""
     auth_jwks_url: str | None = None

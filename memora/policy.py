@@ -336,12 +336,16 @@ def _keyword_rules() -> list[Rule]:
     rules: list[Rule] = []
     for category, keyword in {**_SECRET_KEYWORDS, **_ID_KEYWORDS}.items():
         rule = f"keyword:{category}"
-        rules.append((rule, _compile(rf"(?:{keyword}){_GAP}{_DIGIT_VALUE}")))
-        rules.append((rule, _compile(rf"(?:{keyword})\s*[:=]\s*[^\s,。]{{4,}}")))
+        rules.append((rule, _compile(rf"(?:{keyword}){_GAP}(?P<value>{_DIGIT_VALUE})")))
+        rules.append((rule, _compile(rf"(?:{keyword})\s*[:=]\s*(?P<value>[^\s,。]{{4,}})")))
     for category, keyword in _SECRET_KEYWORDS.items():
         rule = f"keyword:{category}"
-        rules.append((rule, _compile(rf"{_OWNER_EN}(?:{keyword})\s*(?:is|was|[:=])\s*\S{{3,}}")))
-        rules.append((rule, _compile(rf"{_OWNER_ZH}(?:{keyword})(?:是|为|[:=])\s*\S{{2,}}")))
+        rules.append(
+            (rule, _compile(rf"{_OWNER_EN}(?:{keyword})\s*(?:is|was|[:=])\s*(?P<value>\S{{3,}})"))
+        )
+        rules.append(
+            (rule, _compile(rf"{_OWNER_ZH}(?:{keyword})(?:是|为|[:=])\s*(?P<value>\S{{2,}})"))
+        )
         rules.append((rule, _compile(rf"{_REMEMBER}(?:{keyword})")))
     return rules
 
@@ -353,8 +357,20 @@ _URL_CREDENTIALS_RE = re.compile(r"[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@", re.
 """A URL with a password in it: ``postgres://user:pass@host``."""
 
 
+@lru_cache(maxsize=4096)
 def _sensitive_rule(text: str) -> str | None:
-    """Name the sensitive-data rule that fires on ``text``, or ``None``."""
+    """Name the sensitive-data rule that fires on ``text``, or ``None``.
+
+    Cached (in this process only) because a turn's texts are checked when a tool
+    runs, at commit and again when the turn's transcript is redacted.
+    """
+    return _value_rule(text) or (
+        _first_match(_normalise(text), _KEYWORD_RULES) if text.strip() else None
+    )
+
+
+def _value_rule(text: str) -> str | None:
+    """The detectors that recognise a value by its own shape (keys, cards, IDs, credentials)."""
     if not text.strip():
         return None
     width_folded = unicodedata.normalize("NFKC", text)
@@ -368,7 +384,85 @@ def _sensitive_rule(text: str) -> str | None:
         return rule
     if _URL_CREDENTIALS_RE.search(width_folded):
         return "url-credentials"
-    return _first_match(_normalise(text), _KEYWORD_RULES)
+    return None
+
+
+def is_sensitive(text: str) -> bool:
+    """Whether any sensitive-data detector fires on ``text``."""
+    return _sensitive_rule(text) is not None
+
+
+def holds_secret_shaped_value(text: str) -> bool:
+    """Whether a detector that needs no keyword (a key, card, ID, credential) fires."""
+    return _value_rule(text) is not None
+
+
+_SECRET_CHARS_RE = re.compile(r"[A-Za-z0-9_+/=!@#$%^&*.:-]+")
+
+
+@lru_cache(maxsize=1024)
+def _cached_spans(text: str) -> tuple[tuple[int, int], ...] | None:
+    spans = _find_spans(text)
+    return tuple(spans) if spans is not None else None
+
+
+def sensitive_spans(text: str) -> list[tuple[int, int]] | None:
+    """Where the sensitive values in ``text`` are, as (start, end) offsets.
+
+    Returns:
+        The spans (possibly overlapping), or None when a detector fires on text
+        whose folded form does not line up with it character for character, so
+        no span can be placed.
+    """
+    spans = _cached_spans(text)
+    return list(spans) if spans is not None else None
+
+
+def _find_spans(text: str) -> list[tuple[int, int]] | None:
+    """Where the sensitive values in ``text`` are, as (start, end) offsets.
+
+    Returns:
+        The spans (possibly overlapping), or None when a detector fires on text
+        whose folded form does not line up with it character for character, so
+        no span can be placed.
+    """
+    folded = unicodedata.normalize("NFKC", text)
+    normalised = _normalise(text)
+    if len(folded) != len(text) or len(normalised) != len(text):
+        return None if is_sensitive(text) else []
+    spans: list[tuple[int, int]] = []
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import default_settings
+
+    mapping = _secret_type_to_plugin()
+    with _detect_secrets_lock, default_settings():
+        for line in folded.splitlines():
+            for secret in scan_line(line):
+                plugin_class = mapping.get(secret.type)
+                value = secret.secret_value
+                if plugin_class is None or not value or not _is_real_secret(plugin_class, value):
+                    continue
+                spans += [(m.start(), m.end()) for m in re.finditer(re.escape(value), folded)]
+    for match in _CARD_RE.finditer(folded):
+        digits = re.sub(r"\D", "", match.group())
+        if 13 <= len(digits) <= 19 and len(set(digits)) > 1 and luhn.is_valid(digits):
+            spans.append(match.span())
+    for pattern, valid in (
+        (_CN_RIC_RE, ric.is_valid),
+        (_TW_ID_RE, is_valid_tw_id),
+        (_SSN_RE, ssn.is_valid),
+    ):
+        spans += [m.span() for m in pattern.finditer(folded) if valid(m.group())]
+    spans += [m.span() for m in _IBAN_RE.finditer(folded) if _has_iban(m.group())]
+    spans += [m.span() for m in _URL_CREDENTIALS_RE.finditer(folded)]
+    for _, pattern in _KEYWORD_RULES:
+        for match in pattern.finditer(normalised):
+            if "value" in pattern.groupindex and match.group("value"):
+                start, end = match.span("value")
+                # "是 482913。另外…": the value is the code, not the words after it.
+                leading = _SECRET_CHARS_RE.match(text, start)
+                spans.append((start, leading.end() if leading else end))
+    return spans
 
 
 def _check_sensitive(candidate: MemoryCandidate) -> str | None:

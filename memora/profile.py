@@ -57,3 +57,8 @@ class UserProfileStore:
                 "DELETE FROM profile WHERE user_id = ? AND key = ?", (user_id, key.strip())
             )
             return cursor.rowcount > 0
+
+    def erase(self, user_id: str) -> int:
+        """Remove every field of the user's profile; returns how many there were."""
+        with self.db.transaction() as conn:
+            return int(conn.execute("DELETE FROM profile WHERE user_id = ?", (user_id,)).rowcount)

@@ -65,6 +65,14 @@ TOOL_ERROR_REPLY = (
     "A tool failed while handling this request ({error}). Nothing was remembered or "
     "forgotten; please try again."
 )
+MESSAGE_CUT_NOTE = (
+    "\n\n[This message was cut to fit the context: its first {kept} of {total} characters "
+    "are above.]"
+)
+MESSAGE_CUT_REPLY = (
+    "(Your message was too long for the context: only its first {kept} of {total} characters "
+    "were read.)"
+)
 STEP_LIMIT_OBSERVATION = "not run: the step limit of {steps} tool calls was reached"
 ONE_TOOL_OBSERVATION = "not run: only one tool call is allowed per step; call it again next step"
 

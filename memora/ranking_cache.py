@@ -22,6 +22,7 @@ from memora.embeddings import EmbeddingSpec
 from memora.lexical import BM25Index
 from memora.models import MemoryScope, MemoryStatus, MemoryUnit
 from memora.rows import GenerationBump, RowStore
+from memora.sealing import new_key, seal, unseal
 from memora.vectors import ChromaVectorIndex, VectorWriter
 
 
@@ -176,18 +177,55 @@ class RankingCache:
 
     def _load(self, user_id: str, generation: int) -> UserIndex:
         index = UserIndex(generation, self._dimension)
+        self._writer.flush()
         units = self._rows.list(user_id)
+        self._sweep(user_id, {unit.id for unit in units})
         if not units:
             return index
-        self._writer.flush()
-        vectors = self._vectors.get([unit.id for unit in units])
-        missing = [unit for unit in units if unit.id not in vectors]
+        ids = [unit.id for unit in units]
+        sealed_before = self._rows.vector_keys(user_id, ids)
+        keys = vector_keys_of(self._rows, user_id, ids, known=sealed_before)
+        stored = self._vectors.get(ids)
+        vectors: dict[str, np.ndarray] = {}
+        for memory_id, vector in stored.items():
+            if memory_id not in keys:
+                continue  # forgotten by another process since the rows were read
+            if memory_id in sealed_before:
+                vectors[memory_id] = unseal(vector[None, :], [keys[memory_id]])[0]
+            else:
+                vectors[memory_id] = vector  # written before vectors were sealed
+        resealed = [unit for unit in units if unit.id in vectors and unit.id not in sealed_before]
+        if resealed:
+            plain = np.array([vectors[unit.id] for unit in resealed])
+            self._writer.submit(resealed, seal(plain, [keys[u.id] for u in resealed]))
+        missing = [unit for unit in units if unit.id not in vectors and unit.id in keys]
         if missing and self._embed is not None:
             # Written by a process that has not flushed yet, or lost in a crash.
             fresh = self._embed([unit.content for unit in missing])
             vectors.update(zip((unit.id for unit in missing), fresh, strict=True))
-            self._writer.submit(missing, fresh)
+            self._writer.submit(missing, seal(fresh, [keys[unit.id] for unit in missing]))
         zero = np.zeros(self._dimension, dtype=np.float32)
         for unit in units:
             index.insert(unit, vectors.get(unit.id, zero))
         return index
+
+    def _sweep(self, user_id: str, live: set[str]) -> None:
+        """Delete this user's vectors that have no memory: left by a crash or a stale process."""
+        strays = [memory_id for memory_id in self._vectors.ids_of(user_id) if memory_id not in live]
+        if strays:
+            with self._rows.vector_lock():
+                # Another process may have added one of them since ``live`` was read.
+                gone = set(strays) - self._rows.live_ids(strays)
+                if gone:
+                    self._vectors.delete(sorted(gone))
+
+
+def vector_keys_of(
+    rows: RowStore, user_id: str, ids: list[str], known: dict[str, bytes] | None = None
+) -> dict[str, bytes]:
+    """The sealing keys of these live memories, creating one for any memory without."""
+    keys = dict(known) if known is not None else rows.vector_keys(user_id, ids)
+    unkeyed = {memory_id: new_key() for memory_id in ids if memory_id not in keys}
+    if unkeyed:
+        keys.update(rows.add_vector_keys(user_id, unkeyed))
+    return keys

@@ -17,8 +17,11 @@ so deleting a row really removes its text.
 from __future__ import annotations
 
 import builtins
+import fcntl
 import json
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +30,8 @@ from typing import Any, Protocol
 from memora.db import Database
 from memora.models import MemorySource, MemoryStatus, MemoryUnit, utcnow
 
+_ID_BATCH = 900
+"""Ids per ``IN (…)`` list, below SQLite's default limit of 999 bound parameters."""
 _STORE_WIDE = ""
 """Generation row counting every write to the store, whoever the user."""
 
@@ -65,6 +70,11 @@ CREATE TABLE IF NOT EXISTS tombstones (
 CREATE TABLE IF NOT EXISTS generations (
     user_id TEXT PRIMARY KEY,
     generation INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS vector_keys (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    key BLOB NOT NULL
 );
 """
 
@@ -120,8 +130,10 @@ class RowStore(Protocol):
     returns them as a :class:`GenerationBump`.
     """
 
-    def insert(self, user_id: str, units: Sequence[MemoryUnit]) -> GenerationBump:
-        """Store new memories of ``user_id``."""
+    def insert(
+        self, user_id: str, units: Sequence[MemoryUnit], keys: Sequence[bytes]
+    ) -> GenerationBump:
+        """Store new memories of ``user_id``, each with the key that seals its vector."""
         ...
 
     def rewrite(self, user_id: str, units: Sequence[MemoryUnit]) -> GenerationBump:
@@ -135,7 +147,32 @@ class RowStore(Protocol):
         ...
 
     def delete_with_tombstones(self, user_id: str, memory_ids: Sequence[str]) -> GenerationBump:
-        """Delete memories and leave a tombstone for each, naming them all."""
+        """Delete memories and their vector keys; leave a tombstone for each, naming them all."""
+        ...
+
+    def vector_keys(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, bytes]:
+        """The vector keys of these memories; ids without a live memory or key are left out."""
+        ...
+
+    def erase_user(self, user_id: str) -> builtins.list[str]:
+        """Delete every memory and vector key of the user, leaving a tombstone per memory."""
+        ...
+
+    def add_vector_keys(self, user_id: str, keys: dict[str, bytes]) -> dict[str, bytes]:
+        """Give live memories that have no key one; returns the keys that were stored."""
+        ...
+
+    def live_ids(self, memory_ids: Sequence[str]) -> set[str]:
+        """Which of these ids still have a memory (of any user)."""
+        ...
+
+    def vector_lock(self) -> AbstractContextManager[None]:
+        """Held across processes while vectors are checked and written, or deleted.
+
+        A vector writer checks that its memories still exist and writes their
+        vectors under this lock; a forget deletes the rows first and the vectors
+        under it. So no vector is ever written for a memory already forgotten.
+        """
         ...
 
     def get(self, user_id: str, memory_id: str) -> MemoryUnit | None:
@@ -239,6 +276,18 @@ class SqliteRowStore:
 
     def __init__(self, path: Path) -> None:
         self.db = Database(path, _SCHEMA)
+        self._vector_lock_path = path.with_name(path.name + ".vector-lock")
+        self._vector_thread_lock = threading.Lock()
+
+    @contextmanager
+    def vector_lock(self) -> Iterator[None]:
+        """An exclusive ``flock`` on a file beside the database (processes on one machine)."""
+        with self._vector_thread_lock, self._vector_lock_path.open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def close(self) -> None:
         """Close the database."""
@@ -267,13 +316,21 @@ class SqliteRowStore:
         )
         return GenerationBump(before, before + 1, store_before, store_before + 1)
 
-    def insert(self, user_id: str, units: Sequence[MemoryUnit]) -> GenerationBump:
-        """Insert new rows; the units must belong to ``user_id``."""
+    def insert(
+        self, user_id: str, units: Sequence[MemoryUnit], keys: Sequence[bytes]
+    ) -> GenerationBump:
+        """Insert new rows and their vector keys; the units must belong to ``user_id``."""
+        if len(keys) != len(units):
+            raise ValueError("one vector key per memory is required")
         with self.db.transaction() as conn:
             conn.executemany(
                 f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES"
                 f" ({', '.join('?' for _ in _COLUMNS)})",
                 [_row_values(unit) for unit in units],
+            )
+            conn.executemany(
+                "INSERT INTO vector_keys VALUES (?, ?, ?)",
+                [(unit.id, user_id, key) for unit, key in zip(units, keys, strict=True)],
             )
             return self._bump(conn, user_id)
 
@@ -308,6 +365,10 @@ class SqliteRowStore:
                 f"DELETE FROM memories WHERE user_id = ? AND id IN ({placeholders})",
                 (user_id, *memory_ids),
             )
+            conn.execute(
+                f"DELETE FROM vector_keys WHERE user_id = ? AND id IN ({placeholders})",
+                (user_id, *memory_ids),
+            )
             conn.executemany(
                 "INSERT OR REPLACE INTO tombstones VALUES (?, ?, ?, ?)",
                 [
@@ -316,6 +377,37 @@ class SqliteRowStore:
                 ],
             )
             return self._bump(conn, user_id)
+
+    def erase_user(self, user_id: str) -> builtins.list[str]:
+        """Delete the user's rows and keys in one transaction; tombstones name each id."""
+        with self.db.transaction() as conn:
+            ids = [
+                row["id"]
+                for row in conn.execute("SELECT id FROM memories WHERE user_id = ?", (user_id,))
+            ]
+            conn.execute("DELETE FROM memories WHERE user_id = ?", (user_id,))
+            conn.execute("DELETE FROM vector_keys WHERE user_id = ?", (user_id,))
+            now = utcnow().isoformat()
+            conn.executemany(
+                "INSERT OR REPLACE INTO tombstones VALUES (?, ?, ?, ?)",
+                [(memory_id, user_id, now, json.dumps([memory_id])) for memory_id in ids],
+            )
+            self._bump(conn, user_id)
+        return ids
+
+    def add_vector_keys(self, user_id: str, keys: dict[str, bytes]) -> dict[str, bytes]:
+        """Store keys for live memories of ``user_id`` that have none; the rest are ignored."""
+        stored: dict[str, bytes] = {}
+        with self.db.transaction() as conn:
+            for memory_id, key in keys.items():
+                cursor = conn.execute(
+                    "INSERT OR IGNORE INTO vector_keys SELECT id, user_id, ? FROM memories"
+                    " WHERE id = ? AND user_id = ?",
+                    (key, memory_id, user_id),
+                )
+                if cursor.rowcount:
+                    stored[memory_id] = key
+        return stored
 
     def record_embedding_model(self, model_id: str, dimension: int) -> None:
         """Write the model id and dimension to ``meta``."""
@@ -417,6 +509,29 @@ class SqliteRowStore:
                     seen[unit.id] = unit
                     frontier.append(unit.id)
         return sorted(seen.values(), key=lambda unit: unit.created_at)
+
+    def vector_keys(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, bytes]:
+        """Keys of this user's live memories among ``memory_ids``."""
+        found: dict[str, bytes] = {}
+        for start in range(0, len(memory_ids), _ID_BATCH):
+            batch = list(memory_ids[start : start + _ID_BATCH])
+            placeholders = ", ".join("?" for _ in batch)
+            for row in self.db.query(
+                f"SELECT id, key FROM vector_keys WHERE user_id = ? AND id IN ({placeholders})",
+                (user_id, *batch),
+            ):
+                found[row["id"]] = bytes(row["key"])
+        return found
+
+    def live_ids(self, memory_ids: Sequence[str]) -> set[str]:
+        """Ids among ``memory_ids`` that still have a row."""
+        live: set[str] = set()
+        for start in range(0, len(memory_ids), _ID_BATCH):
+            batch = list(memory_ids[start : start + _ID_BATCH])
+            placeholders = ", ".join("?" for _ in batch)
+            rows = self.db.query(f"SELECT id FROM memories WHERE id IN ({placeholders})", batch)
+            live.update(row["id"] for row in rows)
+        return live
 
     def is_tombstoned(self, user_id: str, memory_id: str) -> bool:
         """Whether a tombstone of this user names ``memory_id``."""

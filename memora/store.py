@@ -20,6 +20,7 @@ when the generations show that someone else wrote in between.
 from __future__ import annotations
 
 import builtins
+import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -32,9 +33,12 @@ from memora.db import Database, EmbeddingMismatchError, StoreError
 from memora.embeddings import EmbeddingSpec
 from memora.limits import PREVIEW_CHARS
 from memora.models import MemoryStatus, MemoryUnit, utcnow
-from memora.ranking_cache import RankingCache, UserIndex
+from memora.ranking_cache import RankingCache, UserIndex, vector_keys_of
 from memora.rows import RowStore, SqliteRowStore
+from memora.sealing import new_key, seal
 from memora.vectors import COLLECTION_NAME, ChromaVectorIndex, VectorWriter
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "COLLECTION_NAME",
@@ -69,7 +73,7 @@ class LongTermMemoryStore:
         self.rows: RowStore = sqlite_rows
         self._check_model(allow_model_change)
         self.vectors = ChromaVectorIndex(data_dir, spec, chroma_url)
-        self._vector_writer = VectorWriter(self.vectors.upsert)
+        self._vector_writer = VectorWriter(self._write_live_vectors)
         self._cache = RankingCache(self.rows, self.vectors, self._vector_writer, spec, embed)
         self._lock = threading.RLock()
 
@@ -126,14 +130,23 @@ class LongTermMemoryStore:
             raise ValueError("one vector per memory is required")
         for unit in units:
             unit.embedding_model = self.spec.model_id
+        keys = [new_key() for _ in units]
         with self._lock:
-            bump = self.rows.insert(user_id, units)
-            self._vector_writer.submit(units, vectors)
+            bump = self.rows.insert(user_id, units, keys)
+            self._vector_writer.submit(units, seal(vectors, keys))
             index = self._cache.after_write(user_id, bump)
             if index is not None:
                 for unit, vector in zip(units, vectors, strict=True):
                     index.insert(unit, vector)
         return [unit.id for unit in units]
+
+    def _write_live_vectors(self, units: Sequence[MemoryUnit], sealed: np.ndarray) -> None:
+        """Write sealed vectors of memories that still exist; a forgotten one gets none back."""
+        with self.rows.vector_lock():
+            live = self.rows.live_ids([unit.id for unit in units])
+            keep = [i for i, unit in enumerate(units) if unit.id in live]
+            if keep:
+                self.vectors.upsert([units[i] for i in keep], sealed[keep])
 
     def update(self, user_id: str, memory_id: str, **changes: Any) -> MemoryUnit | None:
         """Change fields of one memory (not its content or owner); None if unknown."""
@@ -216,14 +229,31 @@ class LongTermMemoryStore:
             bump = self.rows.delete_with_tombstones(user_id, chain_ids)
             self.flush()
             try:
-                self.vectors.delete(chain_ids)
-            except Exception as error:  # text is already gone; a stray vector is unreachable
-                raise StoreError(f"memory deleted but its vectors remain: {error}") from None
+                with self.rows.vector_lock():
+                    self.vectors.delete(chain_ids)
+            except StoreError as error:
+                # The keys went with the rows: what Chroma still holds is noise, swept on load.
+                logger.warning("forgotten vectors stay in Chroma until the next sweep: %s", error)
             index = self._cache.after_write(user_id, bump)
             if index is not None:
                 for deleted in chain_ids:
                     index.drop(deleted)
             return chain_ids
+
+    def erase_user(self, user_id: str) -> tuple[builtins.list[str], int]:
+        """Delete every memory of the user and every vector labelled as theirs.
+
+        Returns:
+            The deleted memory ids, and how many vectors Chroma held for the user.
+        """
+        with self._lock:
+            self.flush()
+            ids = self.rows.erase_user(user_id)
+            with self.rows.vector_lock():
+                vector_ids = self.vectors.ids_of(user_id)
+                self.vectors.delete(vector_ids)
+            self._cache.clear()
+            return ids, len(vector_ids)
 
     def mark_review(self, user_id: str, memory_id: str, needs_review: bool) -> None:
         """Flag or unflag a memory for a person's review."""
@@ -282,6 +312,11 @@ class LongTermMemoryStore:
             units = self.rows.all_memories()
             for start in range(0, len(units), batch_size):
                 chunk = units[start : start + batch_size]
-                self.vectors.upsert(chunk, embed([unit.content for unit in chunk]))
+                keys = {}
+                for user_id in {unit.user_id for unit in chunk}:
+                    ids = [unit.id for unit in chunk if unit.user_id == user_id]
+                    keys.update(vector_keys_of(self.rows, user_id, ids))
+                vectors = embed([unit.content for unit in chunk])
+                self.vectors.upsert(chunk, seal(vectors, [keys[unit.id] for unit in chunk]))
             self.rows.record_reindex(self.spec.model_id, self.spec.dimension)
             return len(units)

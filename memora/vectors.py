@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import logging
 import queue
 import threading
@@ -33,6 +34,8 @@ logger = logging.getLogger(__name__)
 COLLECTION_NAME = "memora_memories"
 CHROMA_BATCH = 5000
 """Ids or vectors per Chroma call; a local client refuses more than 5461 at once."""
+CHROMA_ATTEMPTS = 4
+"""Tries of one Chroma call, reopening the client between them."""
 
 
 def _open_chroma(data_dir: Path, chroma_url: str | None) -> Any:
@@ -49,6 +52,18 @@ def _open_chroma(data_dir: Path, chroma_url: str | None) -> Any:
             settings=settings,
         )
     return chromadb.PersistentClient(path=str(data_dir / "chroma"), settings=settings)
+
+
+def _get_by_ids(collection: Any, ids: list[str], include: list[str]) -> Any:
+    return collection.get(ids=ids, include=include)
+
+
+def _upsert(collection: Any, **fields: Any) -> Any:
+    return collection.upsert(**fields)
+
+
+def _delete_ids(collection: Any, ids: list[str]) -> Any:
+    return collection.delete(ids=ids)
 
 
 class ChromaVectorIndex:
@@ -114,13 +129,41 @@ class ChromaVectorIndex:
             self._client = None
             self._collection = None
 
+    def _call(self, action: str, operation: Callable[[Any], Any]) -> Any:
+        """Run ``operation(collection)``, reopening the client and retrying on a Chroma error.
+
+        Another process's writes can leave this process's client with a stale
+        view (``Error finding id``); a fresh client sees the current state.
+
+        Raises:
+            StoreError: Chroma still fails after the retries.
+        """
+        for attempt in range(CHROMA_ATTEMPTS):
+            try:
+                with self._lock:
+                    return operation(self.collection)
+            except StoreError:
+                raise
+            except Exception as error:
+                if attempt == CHROMA_ATTEMPTS - 1:
+                    raise StoreError(f"cannot {action} vectors in Chroma: {error}") from None
+                logger.info("Chroma %s failed (%s); reopening and retrying", action, error)
+                self.reopen()
+                time.sleep(0.05 * 2**attempt)
+        raise AssertionError("unreachable")
+
     def get(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """The stored vectors of these ids; ids without a vector are left out."""
+        """The stored vectors of these ids; ids without a vector are left out.
+
+        Raises:
+            StoreError: Chroma cannot be read.
+        """
         found: dict[str, np.ndarray] = {}
         for start in range(0, len(ids), CHROMA_BATCH):
             batch = list(ids[start : start + CHROMA_BATCH])
-            with self._lock:
-                result = self.collection.get(ids=batch, include=["embeddings"])
+            result = self._call(
+                "read", functools.partial(_get_by_ids, ids=batch, include=["embeddings"])
+            )
             embeddings = result.get("embeddings")
             if embeddings is None:
                 continue
@@ -134,26 +177,37 @@ class ChromaVectorIndex:
         Raises:
             StoreError: Chroma cannot be written.
         """
-        try:
-            self._lock.acquire()  # released in finally; `with` would add a level
-            for start in range(0, len(units), CHROMA_BATCH):
-                chunk = units[start : start + CHROMA_BATCH]
-                self.collection.upsert(
+        for start in range(0, len(units), CHROMA_BATCH):
+            chunk = units[start : start + CHROMA_BATCH]
+            embeddings = np.asarray(vectors[start : start + CHROMA_BATCH], dtype=np.float32)
+            self._call(
+                "write",
+                functools.partial(
+                    _upsert,
                     ids=[unit.id for unit in chunk],
-                    embeddings=np.asarray(vectors[start : start + CHROMA_BATCH], dtype=np.float32),
+                    embeddings=embeddings,
                     metadatas=[{"user_id": unit.user_id} for unit in chunk],
-                )
-        except StoreError:
-            raise
-        except Exception as error:
-            raise StoreError(f"cannot write vectors to Chroma: {error}") from None
-        finally:
-            self._lock.release()
+                ),
+            )
+
+    def ids_of(self, user_id: str) -> list[str]:
+        """Every id with a vector labelled as ``user_id``'s.
+
+        Raises:
+            StoreError: Chroma cannot be read.
+        """
+        result = self._call("read", lambda c: c.get(where={"user_id": user_id}, include=[]))
+        return list(result["ids"])
 
     def delete(self, ids: Sequence[str]) -> None:
-        """Remove these ids' vectors; chromadb's own errors pass through."""
-        with self._lock:
-            self.collection.delete(ids=list(ids))
+        """Remove these ids' vectors.
+
+        Raises:
+            StoreError: Chroma cannot be written.
+        """
+        for start in range(0, len(ids), CHROMA_BATCH):
+            batch = list(ids[start : start + CHROMA_BATCH])
+            self._call("delete", functools.partial(_delete_ids, ids=batch))
 
     def drop(self) -> None:
         """Delete the whole collection; the next use creates it empty for the configured model."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage
@@ -9,7 +10,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from memora.prompts import model_background
+from memora.prompts import MESSAGE_CUT_NOTE, MESSAGE_CUT_REPLY, model_background
 from nodes.common import (
     current_turn_start,
     library,
@@ -21,6 +22,8 @@ from nodes.common import (
 from nodes.state import Context, State, fresh_turn
 
 SUMMARY_MAX_CHARS = 1200
+CHARS_PER_TOKEN = 4
+"""langchain_core's approximate counter charges about one token per four characters."""
 
 
 def _earlier_turns(messages: list[AnyMessage]) -> list[list[AnyMessage]]:
@@ -47,6 +50,35 @@ def _summarise(turns: list[list[AnyMessage]], previous: str) -> str:
     return summary[-SUMMARY_MAX_CHARS:]
 
 
+@dataclass(frozen=True)
+class _Cut:
+    message: HumanMessage
+    """The user's message cut to fit, with a note to the model; its id replaces the original."""
+    note: str
+    """What the user is told."""
+
+
+def _cut_to_fit(current: list[AnyMessage], room: int) -> _Cut | None:
+    """The user's message cut so the turn fits ``room`` tokens, or None if it already fits."""
+    if not current or not isinstance(current[0], HumanMessage):
+        return None
+    if count_tokens_approximately(current) <= room:
+        return None
+    text = text_of(current[0])
+    keep = max(0, room * CHARS_PER_TOKEN - len(MESSAGE_CUT_NOTE) - 64)
+    while keep > 0:
+        note = MESSAGE_CUT_NOTE.format(kept=keep, total=len(text))
+        candidate = HumanMessage(text[:keep] + note, id=current[0].id)
+        if count_tokens_approximately([candidate]) <= room:
+            break
+        keep = int(keep * 0.9)
+    note = MESSAGE_CUT_NOTE.format(kept=keep, total=len(text))
+    return _Cut(
+        HumanMessage(text[:keep] + note, id=current[0].id),
+        MESSAGE_CUT_REPLY.format(kept=keep, total=len(text)),
+    )
+
+
 def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Reset the turn and choose which earlier turns fit the token budget.
 
@@ -68,12 +100,15 @@ def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         }
     memora = library(runtime)
     background = model_background(memora.get_profile(user_id), state.summary)
-    budget = (
+    room = (
         memora.settings.context_token_budget
         - memora.settings.tool_step_token_reserve * step_limit(runtime)
         - count_tokens_approximately([background])
-        - count_tokens_approximately(current)
     )
+    cut = _cut_to_fit(current, room)
+    if cut is not None:
+        current = [cut.message]
+    budget = room - count_tokens_approximately(current)
     turns = _earlier_turns(state.messages[:start])
     kept: list[list[AnyMessage]] = []
     for turn in reversed(turns):
@@ -86,6 +121,7 @@ def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     newly_dropped = turns[state.summarised_turns : dropped]
     return {
         **fresh_turn(),
+        **({"messages": [cut.message], "cut_note": cut.note} if cut is not None else {}),
         "owner_user_id": user_id,
         "summary": _summarise(newly_dropped, state.summary) if newly_dropped else state.summary,
         "summarised_turns": max(dropped, state.summarised_turns),

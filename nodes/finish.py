@@ -55,6 +55,13 @@ def finish(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         raise ThreadOwnershipError(
             f"this thread belongs to another user; user {state.refused_user_id!r} cannot use it"
         )
+    update = _render(state, runtime)
+    if state.cut_note:
+        update["reply"] = f"{update['reply']}\n\n{state.cut_note}"
+    return update
+
+
+def _render(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     match state.stop_reason:
         case StopReason.FINAL_ANSWER:
             return {"reply": state.reply + _forget_outcome(state)}

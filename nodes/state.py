@@ -140,6 +140,8 @@ class Turn(TurnResult):
     """What the write path did with each remember action."""
     refused_user_id: str = ""
     """A user who tried to run this thread without owning it; the run fails in finish."""
+    cut_note: str = ""
+    """Told to the user when their message was cut to fit the context budget."""
     error: str = ""
     """Detail of an api_error or tool_error, for logs and --verbose."""
 

@@ -164,3 +164,26 @@ def test_one_update_resets_every_per_turn_field() -> None:
     )
     reset = State(**{**dirty.__dict__, **fresh_turn()})
     assert reset == State(summary="kept across turns")
+
+
+def test_a_message_longer_than_the_budget_is_cut_before_the_model_sees_it(
+    library: Memora, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    model = _script(monkeypatch, [_answer("That was long.")])
+    model.seen.clear()
+    agent = builder.compile(checkpointer=InMemorySaver())
+    huge = "I like long walks on the beach. " * 6_250  # 200,000 characters
+    result = agent.invoke(
+        {"messages": [HumanMessage(huge)]},
+        {"configurable": {"thread_id": "t"}},
+        context=Context(user_id="alice", memora=library),
+    )
+    budget = library.settings.context_token_budget
+    sent = model.seen[-1]
+    assert count_tokens_approximately(sent) <= budget
+    assert "cut to fit the context" in str(sent[-1].content)
+    assert result["stop_reason"] == StopReason.FINAL_ANSWER
+    assert "only its first" in result["reply"] and "200000" in result["reply"]
+    assert len(str(result["messages"][0].content)) < len(huge)

@@ -15,6 +15,7 @@ import pytest
 
 from memora.embeddings import EmbeddingSpec
 from memora.models import MemoryStatus, MemoryUnit
+from memora.sealing import unseal
 from memora.store import LongTermMemoryStore
 
 SPEC = EmbeddingSpec(model_id="test/hash-8", dimension=8)
@@ -123,11 +124,13 @@ def test_rows_without_vectors_are_re_embedded_and_written_back(
 ) -> None:
     reader, crashed = stores
     lost = MemoryUnit(id="a1", user_id="alice", content="a vector lost in a crash")
-    crashed.rows.insert("alice", [lost])  # the row committed, its vector never reached Chroma
+    crashed.rows.insert("alice", [lost], [bytes(32)])  # committed; its vector never reached Chroma
 
     index = reader.index_for("alice")
     assert embed.texts == ["a vector lost in a crash"]
     expected = embed(["a vector lost in a crash"])[0]
     np.testing.assert_array_equal(index.vectors[index.row_of["a1"]], expected)
     reader.flush()
-    np.testing.assert_allclose(reader.vectors.get(["a1"])["a1"], expected, rtol=1e-5)
+    stored = reader.vectors.get(["a1"])["a1"]
+    assert not np.allclose(stored, expected, atol=1e-3)  # Chroma holds it sealed
+    np.testing.assert_allclose(unseal(stored[None, :], [bytes(32)])[0], expected, atol=1e-4)

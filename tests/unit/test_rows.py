@@ -22,6 +22,10 @@ def rows(tmp_path: Path) -> Iterator[SqliteRowStore]:
     store.close()
 
 
+def _insert(rows: SqliteRowStore, user_id: str, units: list[MemoryUnit]) -> GenerationBump:
+    return rows.insert(user_id, units, [bytes(32) for _ in units])
+
+
 def _unit(memory_id: str, user_id: str = "alice", day: int = 0, **fields: object) -> MemoryUnit:
     at = _T0 + timedelta(days=day)
     return MemoryUnit.model_validate(
@@ -38,8 +42,8 @@ def _unit(memory_id: str, user_id: str = "alice", day: int = 0, **fields: object
 
 def test_rows_round_trip_and_stay_with_their_user(rows: SqliteRowStore) -> None:
     stored = _unit("a1", metadata={"note": "café"}, importance=5)
-    rows.insert("alice", [stored])
-    rows.insert("bob", [_unit("b1", user_id="bob")])
+    _insert(rows, "alice", [stored])
+    _insert(rows, "bob", [_unit("b1", user_id="bob")])
 
     assert rows.get("alice", "a1") == stored
     assert rows.get("bob", "a1") is None
@@ -50,7 +54,7 @@ def test_rows_round_trip_and_stay_with_their_user(rows: SqliteRowStore) -> None:
 
 
 def test_rewrite_of_a_foreign_id_changes_nothing(rows: SqliteRowStore) -> None:
-    rows.insert("alice", [_unit("a1")])
+    _insert(rows, "alice", [_unit("a1")])
     archived = _unit("a1", status=MemoryStatus.ARCHIVED)
     rows.rewrite("bob", [archived])
     assert rows.count("alice", MemoryStatus.ACTIVE) == 1
@@ -60,8 +64,8 @@ def test_rewrite_of_a_foreign_id_changes_nothing(rows: SqliteRowStore) -> None:
 
 
 def test_list_orders_by_creation_and_filters(rows: SqliteRowStore) -> None:
-    rows.insert("alice", [_unit("late", day=2), _unit("early", day=0, needs_review=True)])
-    rows.insert("alice", [_unit("gone", day=1, status=MemoryStatus.SUPERSEDED)])
+    _insert(rows, "alice", [_unit("late", day=2), _unit("early", day=0, needs_review=True)])
+    _insert(rows, "alice", [_unit("gone", day=1, status=MemoryStatus.SUPERSEDED)])
     assert [u.id for u in rows.list("alice")] == ["early", "gone", "late"]
     assert [u.id for u in rows.list("alice", MemoryStatus.ACTIVE)] == ["early", "late"]
     assert [u.id for u in rows.list("alice", review_only=True)] == ["early"]
@@ -69,8 +73,8 @@ def test_list_orders_by_creation_and_filters(rows: SqliteRowStore) -> None:
 
 def test_every_write_bumps_the_user_and_the_store_wide_generation(rows: SqliteRowStore) -> None:
     assert (rows.generation("alice"), rows.store_generation()) == (0, 0)
-    assert rows.insert("alice", [_unit("a1")]) == GenerationBump(0, 1, 0, 1)
-    assert rows.insert("bob", [_unit("b1", user_id="bob")]) == GenerationBump(0, 1, 1, 2)
+    assert _insert(rows, "alice", [_unit("a1")]) == GenerationBump(0, 1, 0, 1)
+    assert _insert(rows, "bob", [_unit("b1", user_id="bob")]) == GenerationBump(0, 1, 1, 2)
     touched, bump = rows.touch("alice", ["a1", "b1"], _T0)
     assert touched == 1  # bob's id is not alice's
     assert bump == GenerationBump(1, 2, 2, 3)
@@ -80,15 +84,15 @@ def test_every_write_bumps_the_user_and_the_store_wide_generation(rows: SqliteRo
 
 
 def test_a_failed_write_leaves_the_generations_alone(rows: SqliteRowStore) -> None:
-    rows.insert("alice", [_unit("a1")])
+    _insert(rows, "alice", [_unit("a1")])
     with pytest.raises(StoreError):
-        rows.insert("alice", [_unit("a2"), _unit("a1")])  # duplicate id: the whole write fails
+        _insert(rows, "alice", [_unit("a2"), _unit("a1")])  # duplicate id: the whole write fails
     assert rows.get("alice", "a2") is None
     assert (rows.generation("alice"), rows.store_generation()) == (1, 1)
 
 
 def test_touch_records_the_access(rows: SqliteRowStore) -> None:
-    rows.insert("alice", [_unit("a1")])
+    _insert(rows, "alice", [_unit("a1")])
     at = _T0 + timedelta(hours=5)
     rows.touch("alice", ["a1"], at)
     rows.touch("alice", ["a1"], at)
@@ -98,7 +102,8 @@ def test_touch_records_the_access(rows: SqliteRowStore) -> None:
 
 
 def test_chain_follows_supersession_both_ways_within_the_user(rows: SqliteRowStore) -> None:
-    rows.insert(
+    _insert(
+        rows,
         "alice",
         [
             _unit("v1", day=0, superseded_by="v2", status=MemoryStatus.SUPERSEDED),
@@ -107,14 +112,14 @@ def test_chain_follows_supersession_both_ways_within_the_user(rows: SqliteRowSto
             _unit("other", day=3),
         ],
     )
-    rows.insert("bob", [_unit("b1", user_id="bob", supersedes="v3")])
+    _insert(rows, "bob", [_unit("b1", user_id="bob", supersedes="v3")])
     assert [u.id for u in rows.chain("alice", "v2")] == ["v1", "v2", "v3"]
     assert [u.id for u in rows.chain("alice", "other")] == ["other"]
     assert rows.chain("bob", "v2") == []
 
 
 def test_delete_leaves_tombstones_only_for_that_user(rows: SqliteRowStore) -> None:
-    rows.insert("alice", [_unit("a1"), _unit("a2"), _unit("a3")])
+    _insert(rows, "alice", [_unit("a1"), _unit("a2"), _unit("a3")])
     rows.delete_with_tombstones("alice", ["a1", "a2"])
     assert [u.id for u in rows.list("alice")] == ["a3"]
     assert rows.is_tombstoned("alice", "a1") and rows.is_tombstoned("alice", "a2")
@@ -125,7 +130,7 @@ def test_delete_leaves_tombstones_only_for_that_user(rows: SqliteRowStore) -> No
 
 
 def test_deleting_another_users_id_removes_nothing(rows: SqliteRowStore) -> None:
-    rows.insert("alice", [_unit("a1")])
+    _insert(rows, "alice", [_unit("a1")])
     rows.delete_with_tombstones("bob", ["a1"])
     assert rows.get("alice", "a1") is not None
     assert not rows.is_tombstoned("alice", "a1")
@@ -133,7 +138,7 @@ def test_deleting_another_users_id_removes_nothing(rows: SqliteRowStore) -> None
 
 def test_deleted_text_is_gone_from_the_file(rows: SqliteRowStore, tmp_path: Path) -> None:
     secret = "my locker code is 4417-unique"
-    rows.insert("alice", [_unit("a1", content=secret)])
+    _insert(rows, "alice", [_unit("a1", content=secret)])
     rows.delete_with_tombstones("alice", ["a1"])
     assert rows.scrub()
     for path in tmp_path.iterdir():
@@ -146,11 +151,22 @@ def test_embedding_model_and_reindex(rows: SqliteRowStore) -> None:
     recorded = rows.embedding_model()
     assert recorded is not None and (recorded.model_id, recorded.dimension) == ("model-a", "256")
 
-    rows.insert("alice", [_unit("a1", embedding_model="model-a")])
-    rows.insert("bob", [_unit("b1", user_id="bob", embedding_model="model-a")])
+    _insert(rows, "alice", [_unit("a1", embedding_model="model-a")])
+    _insert(rows, "bob", [_unit("b1", user_id="bob", embedding_model="model-a")])
     rows.record_reindex("model-b", 384)
     recorded = rows.embedding_model()
     assert recorded is not None and (recorded.model_id, recorded.dimension) == ("model-b", "384")
     assert {u.embedding_model for u in rows.all_memories()} == {"model-b"}
     # Every cached index, whoever's, must be rebuilt after a reindex.
     assert (rows.generation("alice"), rows.generation("bob"), rows.store_generation()) == (2, 2, 3)
+
+
+def test_a_memorys_vector_key_goes_with_its_row(rows: SqliteRowStore) -> None:
+    units = [_unit("a1"), _unit("a2")]
+    rows.insert("alice", units, [b"1" * 32, b"2" * 32])
+    assert rows.vector_keys("alice", ["a1", "a2", "zz"]) == {"a1": b"1" * 32, "a2": b"2" * 32}
+    assert rows.vector_keys("bob", ["a1"]) == {}
+    rows.delete_with_tombstones("alice", ["a1"])
+    assert rows.vector_keys("alice", ["a1", "a2"]) == {"a2": b"2" * 32}
+    assert rows.live_ids(["a1", "a2"]) == {"a2"}
+    assert rows.add_vector_keys("alice", {"a1": b"x" * 32, "a2": b"y" * 32}) == {}

@@ -1,0 +1,64 @@
+"""Sealed vectors: what Chroma holds of a memory is its vector masked with the memory's own key.
+
+A memory's embedding is the memory too: short personal facts can be read back
+from it. chromadb 1.5 does not truly delete a vector. Measured here: after
+``collection.delete`` the vector's bytes stay in ``chroma.sqlite3`` (the
+``embeddings_queue`` log) and, once the log was compacted, in the HNSW segment's
+``data_level0.bin`` (deletion only marks it); ``delete_collection`` leaves both
+until the process ends, and only a VACUUM clears the SQLite copy. Rebuilding a
+collection on every forget would cost O(memories) per delete and still leave
+segment files behind.
+
+So Chroma never receives a plain embedding. Each memory gets a random 256-bit
+key, kept only in the row store beside its text (SQLite with ``secure_delete``).
+Chroma stores ``embedding + MASK_SCALE * noise(key)``, the noise a Gaussian stream
+derived from the key with SHAKE-256. Forgetting deletes the key with the row,
+in one transaction; whatever copies Chroma's log or segments still hold are then
+noise, whatever Chroma does with them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+
+KEY_BYTES = 32
+MASK_SCALE = 64.0
+"""Noise per dimension, for unit-length embeddings. Without the key, telling the right
+embedding from any other by its cosine with the sealed vector has a signal-to-noise ratio
+of 1/MASK_SCALE; with the key, float32 rounding moves a component by about 1e-5."""
+
+
+def new_key() -> bytes:
+    """A fresh random key for one memory's vector."""
+    return os.urandom(KEY_BYTES)
+
+
+def _noise(key: bytes, dimension: int) -> np.ndarray:
+    """A standard Gaussian vector determined by ``key`` (Box-Muller over SHAKE-256 output)."""
+    raw = np.frombuffer(hashlib.shake_256(key).digest(8 * dimension), dtype="<u4")
+    uniform = (raw.astype(np.float64) + 0.5) / 2.0**32
+    u1, u2 = uniform[:dimension], uniform[dimension:]
+    return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+
+
+def seal(vectors: np.ndarray, keys: list[bytes]) -> np.ndarray:
+    """The vectors as Chroma may hold them: each masked with its memory's key."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    if len(keys) != len(vectors):
+        raise ValueError("one key per vector is required")
+    dimension = vectors.shape[1] if vectors.ndim == 2 else 0
+    masks = np.array([_noise(key, dimension) for key in keys]).reshape(vectors.shape)
+    return (vectors + MASK_SCALE * masks).astype(np.float32)
+
+
+def unseal(sealed: np.ndarray, keys: list[bytes]) -> np.ndarray:
+    """The embeddings back from sealed vectors and their keys."""
+    sealed = np.asarray(sealed, dtype=np.float64)
+    if len(keys) != len(sealed):
+        raise ValueError("one key per vector is required")
+    dimension = sealed.shape[1] if sealed.ndim == 2 else 0
+    masks = np.array([_noise(key, dimension) for key in keys]).reshape(sealed.shape)
+    return (sealed - MASK_SCALE * masks).astype(np.float32)

@@ -1,0 +1,85 @@
+"""After a turn: cut sensitive values out of what the thread keeps of it.
+
+The user's message, the model's replies and tool calls, and the tool
+observations of this turn are rewritten with the policy's sensitive values
+replaced by ``[redacted: sensitive_data]``, so no later turn sends them to the
+model again and no checkpoint keeps them (the local checkpointer keeps only
+the newest checkpoint). MEMORA_REDACT_TRANSCRIPTS=false turns this off.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage
+from langgraph.runtime import Runtime
+
+from memora.redaction import redact, sensitive_values
+from nodes.common import current_turn_start, settings
+from nodes.state import Context, State, to_checkpoint
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
+def _redacted_value(value: Any, found: list[str]) -> tuple[Any, int]:
+    """``value`` with every string in it redacted, and how many values were cut."""
+    if isinstance(value, str):
+        cleaned = redact(value, also=found)
+        return cleaned.text, cleaned.redactions
+    if isinstance(value, dict):
+        pairs = {key: _redacted_value(item, found) for key, item in value.items()}
+        return {key: item for key, (item, _) in pairs.items()}, sum(n for _, n in pairs.values())
+    if isinstance(value, list):
+        items = [_redacted_value(item, found) for item in value]
+        return [item for item, _ in items], sum(n for _, n in items)
+    return value, 0
+
+
+def _parts(message: AnyMessage) -> dict[str, Any]:
+    """The fields of a message that can carry text."""
+    parts: dict[str, Any] = {
+        "content": message.content,
+        "additional_kwargs": dict(message.additional_kwargs),
+    }
+    if isinstance(message, AIMessage):
+        parts["tool_calls"] = [dict(call) for call in message.tool_calls]
+        parts["invalid_tool_calls"] = [dict(call) for call in message.invalid_tool_calls]
+    return parts
+
+
+def _redacted_message(message: AnyMessage, found: list[str]) -> AnyMessage | None:
+    """A copy of ``message`` (same id) with sensitive values cut, or None if it had none."""
+    update, cut = _redacted_value(_parts(message), found)
+    return message.model_copy(update=update) if cut else None
+
+
+def redact_transcript(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Replace this turn's messages (and pending actions) by their redacted copies."""
+    if not settings(runtime).redact_transcripts:
+        return {}
+    turn = state.messages[current_turn_start(state.messages) :]
+    # Values found anywhere in the turn are cut wherever they are echoed.
+    found = sorted(
+        {value for m in turn for text in _strings(_parts(m)) for value in sensitive_values(text)},
+        key=len,
+        reverse=True,
+    )
+    cleaned = [m for m in (_redacted_message(m, found) for m in turn) if m is not None]
+    update: dict[str, Any] = {}
+    if cleaned:
+        update["messages"] = cleaned
+    reply = redact(state.reply, also=found)
+    if reply.redactions:
+        update["reply"] = reply.text
+    actions, cut = _redacted_value(to_checkpoint(state.pending_actions), found)
+    if cut:
+        update["pending_actions"] = actions
+    return update

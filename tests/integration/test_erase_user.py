@@ -1,0 +1,60 @@
+"""Erasing a user: `memora users erase` through the console script, then a scan of the files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.integration.test_cli import ok, run
+from tests.integration.test_forgetting import files_containing
+
+ALICE_FACTS = ["I keep a sourdough starter named Bubbles", "My sister Meiling is a nurse"]
+BOB_FACT = "I collect vintage fountain pens"
+
+
+def _chat(data: Path, user: str, *lines: str) -> None:
+    ok(run(data, "chat", "--user", user, input="\n".join([*lines, "/exit"]) + "\n"))
+
+
+def test_erase_removes_everything_of_one_user_and_nothing_else(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    for fact in ALICE_FACTS:
+        ok(run(data, "memories", "add", "--user", "alice", fact))
+    ok(run(data, "memories", "add", "--user", "bob", BOB_FACT))
+    ok(run(data, "profile", "set", "--user", "alice", "nickname", "Tiramisu"))
+    ok(run(data, "memories", "search", "--user", "alice", "sourdough starter"))
+    _chat(data, "alice", "Please remember that I live in Kaohsiung.")
+    _chat(data, "bob", "Please remember that I live in Hualien.")
+    alice_texts = [*ALICE_FACTS, "Tiramisu", "Kaohsiung", "sourdough starter"]
+    assert files_containing(data, [t.encode() for t in alice_texts]) != []
+
+    erased = ok(run(data, "users", "erase", "alice", "--yes"))
+    assert "erased alice: 3 memories, 3 vectors, 1 profile fields" in erased
+    assert "1 threads" in erased
+
+    assert files_containing(data, [t.encode() for t in alice_texts]) == []
+    assert json.loads(ok(run(data, "memories", "list", "--json", "--user", "alice"))) == []
+    assert "Hualien" in ok(run(data, "users", "export", "bob"))
+    bob = json.loads(ok(run(data, "users", "export", "bob")))
+    assert {m["content"] for m in bob["memories"]} >= {BOB_FACT}
+    assert [t for t in bob["threads"] if any("Hualien" in m["content"] for m in t["messages"])]
+    assert BOB_FACT in ok(run(data, "memories", "search", "--user", "bob", "fountain pens"))
+
+
+def test_export_holds_every_version_profile_and_audit(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    ok(run(data, "memories", "add", "--user", "carol", "My favourite colour is white"))
+    ok(run(data, "memories", "add", "--user", "carol", "My favourite colour is blue"))
+    ok(run(data, "profile", "set", "--user", "carol", "language", "English"))
+    exported = json.loads(ok(run(data, "users", "export", "carol")))
+    contents = {m["content"] for m in exported["memories"]}
+    assert len(exported["memories"]) == 2 and any("white" in c for c in contents)
+    assert exported["profile"] == {"language": "English"}
+    assert [e["event"] for e in exported["audit"]].count("write") == 2
+
+
+def test_erase_asks_first(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    ok(run(data, "memories", "add", "--user", "dora", "I keep bees on my roof"))
+    assert "kept" in ok(run(data, "users", "erase", "dora", input="n\n"))
+    assert "bees" in ok(run(data, "memories", "list", "--user", "dora"))

@@ -1,0 +1,72 @@
+"""No resurrection: several processes, and a process killed while it forgets."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from memora.api import Memora
+from memora.config import load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _worker(data_dir: Path, name: str, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ANONYMIZED_TELEMETRY": "False"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.forget_worker", str(data_dir), name, *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _vectors_without_memory(data_dir: Path) -> tuple[set[str], set[str], Memora]:
+    """Chroma's ids for alice that have no memory, read before anything loads her index."""
+    memora = Memora(load_settings(data_dir=data_dir))
+    live = {unit.id for unit in memora.store.rows.list("alice")}
+    in_chroma = set(memora.store.vectors.ids_of("alice"))
+    return in_chroma - live, live, memora
+
+
+def test_three_processes_never_write_a_forgotten_memorys_vector(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    workers = [_worker(data_dir, f"w{n}", "40") for n in range(3)]
+    for worker in workers:
+        _, err = worker.communicate(timeout=600)
+        assert worker.returncode == 0, err[-3000:]
+    strays, live, memora = _vectors_without_memory(data_dir)
+    forgotten = {f"w{n}-{i}" for n in range(3) for i in range(40)} - live
+    assert len(forgotten) > 20, "the workers forgot too little for the test to mean anything"
+    assert strays == set()
+    assert memora.store.rows.vector_keys("alice", sorted(forgotten)) == {}
+    memora.search("alice", "box")
+    memora.store.flush()
+    assert set(memora.store.vectors.ids_of("alice")) == live
+    memora.close()
+
+
+def test_a_kill_during_forget_leaves_no_vector_behind(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    for trial in range(5):
+        data_dir = tmp_path / f"data{trial}"
+        worker = _worker(data_dir, f"k{trial}", "0", "--forget-all")
+        assert worker.stdout is not None
+        assert worker.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.05, 0.6))
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=30)
+        strays, live, memora = _vectors_without_memory(data_dir)
+        # Whatever the kill left in Chroma can no longer be unsealed: its key went with the row.
+        assert memora.store.rows.vector_keys("alice", sorted(strays)) == {}
+        memora.search("alice", "note")  # loading the user sweeps the strays
+        memora.store.flush()
+        assert set(memora.store.vectors.ids_of("alice")) == live
+        memora.close()

@@ -1,0 +1,156 @@
+"""Forgetting leaves nothing: the files on disk are scanned for the forgotten memory.
+
+What is looked for: the memory's text, its embedding as Chroma would store it
+(float32 bytes), and the key that unseals the vector Chroma holds. Chroma may
+keep its sealed copy in its log or segment files; without the key it is noise.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memora.api import Memora
+from memora.config import load_settings
+from memora.models import MemorySource, MemoryUnit
+from memora.sealing import unseal
+from tests.integration.test_chroma_server import chroma_url  # noqa: F401  (fixture)
+
+FACTS = [
+    "I keep a sourdough starter named Bubbles",
+    "My favourite tea is oolong",
+    "I run the Taipei marathon every December",
+    "My sister works as a nurse in Tainan",
+    "I am allergic to peanuts",
+    "My bike is a blue Brompton",
+    "I play the cello in a community orchestra",
+    "My dog is a corgi named Mochi",
+    "I prefer aisle seats on flights",
+    "I learned to swim when I was thirty",
+]
+SECRET_FACT = "My ex-husband Chen Wei lives in Taichung"
+
+
+def files_containing(root: Path, needles: list[bytes]) -> list[str]:
+    """Every file under ``root`` holding any of ``needles`` (SQLite WAL files included)."""
+    found = []
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            data = path.read_bytes()
+            if any(needle in data for needle in needles):
+                found.append(str(path.relative_to(root)))
+    return found
+
+
+def embedding_fingerprints(vector: np.ndarray) -> list[bytes]:
+    """Runs of the float32 embedding as Chroma writes it; any one in a file is a copy."""
+    raw = np.asarray(vector, dtype="<f4").tobytes()
+    return [raw[start : start + 16] for start in range(0, len(raw) - 16, 64)]
+
+
+def _bulk(memora: Memora, user_id: str, count: int) -> None:
+    units = [
+        MemoryUnit(
+            id=f"{user_id}-{n:05d}",
+            user_id=user_id,
+            content=f"Filler fact {n} about {user_id}",
+            source=MemorySource(actor="test"),
+        )
+        for n in range(count)
+    ]
+    memora.ingest(units)
+
+
+def _forget_and_scan(memora: Memora, root: Path) -> None:
+    outcome = memora.add("alice", SECRET_FACT)
+    memory_id = outcome.memory_id or ""
+    embedding = memora.embeddings.embed_array([SECRET_FACT])[0]
+    memora.store.flush()
+    key = memora.store.rows.vector_keys("alice", [memory_id])[memory_id]
+    sealed = memora.store.vectors.get([memory_id])[memory_id]
+    assert np.allclose(unseal(sealed[None, :], [key])[0], embedding, atol=1e-4)
+    fingerprints = embedding_fingerprints(embedding)
+    assert files_containing(root, fingerprints) == [], "a plain embedding reached the disk"
+
+    assert memora.forget("alice", memory_id) == [memory_id]
+    assert files_containing(root, [SECRET_FACT.encode(), b"Chen Wei"]) == []
+    assert files_containing(root, [key]) == []
+    assert files_containing(root, fingerprints) == []
+    assert memora.search("alice", "Who lives in Taichung?") == [] or all(
+        hit.memory.id != memory_id for hit in memora.search("alice", "Who lives in Taichung?")
+    )
+
+
+def test_the_scan_finds_what_it_looks_for(tmp_path: Path) -> None:
+    vector = np.linspace(-1, 1, 256).astype(np.float32)
+    (tmp_path / "a.bin").write_bytes(b"xx" + vector.tobytes() + b"yy")
+    (tmp_path / "b.bin").write_bytes(b"nothing here")
+    assert files_containing(tmp_path, embedding_fingerprints(vector)) == ["a.bin"]
+
+
+def test_nothing_of_a_forgotten_memory_stays_on_disk(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    memora = Memora(load_settings(data_dir=root))
+    # Enough vectors that Chroma compacts its log into an HNSW segment.
+    _bulk(memora, "alice", 1200)
+    for fact in FACTS:
+        memora.add("alice", fact)
+    _forget_and_scan(memora, root)
+    assert len(memora.list("alice")) == 1200 + len(FACTS)
+    memora.close()
+    assert any(path.name == "data_level0.bin" for path in root.rglob("*"))
+
+
+def test_nothing_stays_in_a_chroma_servers_directory(
+    chroma_url: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    memora = Memora(load_settings(data_dir=tmp_path / "data", chroma_url=chroma_url))
+    _bulk(memora, "alice", 300)
+    _forget_and_scan(memora, tmp_path)  # the server's files are under tmp_path/server
+    memora.close()
+
+
+def test_another_users_vectors_stay_readable(tmp_path: Path) -> None:
+    memora = Memora(load_settings(data_dir=tmp_path / "data"))
+    kept = memora.add("bob", "I collect vintage fountain pens")
+    gone = memora.add("alice", "I collect vintage fountain pens")
+    memora.forget("alice", gone.memory_id or "")
+    memora.close()
+    reopened = Memora(load_settings(data_dir=tmp_path / "data"))
+    hits = reopened.search("bob", "I collect vintage fountain pens")
+    assert [hit.memory.id for hit in hits] == [kept.memory_id]
+    assert hits[0].semantic_similarity > 0.99
+    assert reopened.search("alice", "fountain pens") == []
+    reopened.close()
+
+
+@pytest.mark.parametrize("legacy_count", [3])
+def test_vectors_written_before_sealing_are_sealed_on_load(
+    tmp_path: Path, legacy_count: int
+) -> None:
+    root = tmp_path / "data"
+    memora = Memora(load_settings(data_dir=root))
+    ids = [memora.add("alice", fact).memory_id or "" for fact in FACTS[:legacy_count]]
+    memora.store.flush()
+    plain = memora.embeddings.embed_array(FACTS[:legacy_count])
+    # A store from before sealing: plain vectors in Chroma, no keys in the rows.
+    memora.store.vectors.upsert(memora.list("alice"), plain)
+    with memora.store.db.transaction() as conn:
+        conn.execute("DELETE FROM vector_keys")
+    memora.close()
+    reopened = Memora(load_settings(data_dir=root))
+    hits = reopened.search("alice", FACTS[0])
+    assert hits[0].memory.id == ids[0] and hits[0].semantic_similarity > 0.95
+    reopened.store.flush()
+    keys = reopened.store.rows.vector_keys("alice", ids)
+    assert set(keys) == set(ids)
+    stored = reopened.store.vectors.get(ids)
+    for memory_id, vector in zip(ids, plain, strict=True):
+        assert not np.allclose(stored[memory_id], vector, atol=1e-3)
+        assert np.allclose(
+            unseal(stored[memory_id][None, :], [keys[memory_id]])[0], vector, atol=1e-4
+        )
+    reopened.close()

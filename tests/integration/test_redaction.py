@@ -1,0 +1,97 @@
+"""Secrets are not kept at rest: the stored thread, the audit and the logs are scanned."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from graph.checkpointed import open_agent
+from memora.api import Memora
+from memora.config import load_settings
+from memora.redaction import MARK, RedactingFilter, redact
+from nodes.state import Context
+from tests.integration.test_forgetting import files_containing
+from tests.integration.test_stop_reasons import ScriptedChatModel, _answer, _call
+
+CODE = "482913"
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+MESSAGE = f"請記住，我的驗證碼是 {CODE}。另外我的 AWS key 是 {AWS_KEY}"
+
+
+def _turns(monkeypatch: pytest.MonkeyPatch, root: Path, **settings: Any) -> ScriptedChatModel:
+    remember = _call(
+        "remember_memory",
+        {"content": f"驗證碼是 {CODE}", "memory_type": "semantic", "reason": "explicit_request"},
+        "r1",
+    )
+    model = ScriptedChatModel(
+        script=[remember, _answer(f"I cannot keep {CODE}."), _answer("Hello again.")]
+    )
+    model.seen.clear()
+    monkeypatch.setattr("nodes.call_model.get_chat_model", lambda s, choice="": model)
+    memora = Memora(load_settings(data_dir=root, **settings))
+    context = Context(user_id="alice", memora=memora)
+    config = {"configurable": {"thread_id": "t1", "user_id": "alice"}}
+    with open_agent(root) as agent:
+        agent.invoke({"messages": [HumanMessage(MESSAGE)]}, config, context=context)
+        agent.invoke({"messages": [HumanMessage("Hi!")]}, config, context=context)
+        model.__dict__["state"] = agent.get_state(config).values
+    memora.close()
+    return model
+
+
+def test_a_secret_leaves_no_trace_in_the_stored_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "data"
+    model = _turns(monkeypatch, root)
+    assert files_containing(root, [CODE.encode(), AWS_KEY.encode()]) == []
+    first = model.__dict__["state"]["messages"][0]
+    assert first.content == f"請記住，我的驗證碼是 {MARK}。另外我的 AWS key 是 {MARK}"
+    # The next turn's model call never saw the secret again.
+    later = " ".join(str(m.content) for m in model.seen[-1])
+    assert CODE not in later and AWS_KEY not in later and MARK in later
+
+
+def test_redaction_can_be_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "data"
+    _turns(monkeypatch, root, redact_transcripts=False)
+    assert files_containing(root, [CODE.encode()]) == ["checkpoints.sqlite"]
+
+
+def test_a_search_for_a_secret_is_audited_redacted(tmp_path: Path) -> None:
+    memora = Memora(load_settings(data_dir=tmp_path / "data"))
+    memora.search("alice", f"my AWS key is {AWS_KEY}")
+    (entry,) = memora.audit.entries("alice")
+    assert entry.query == f"my AWS key is {MARK}" and entry.redactions == 1
+    memora.close()
+    assert files_containing(tmp_path / "data", [AWS_KEY.encode()]) == []
+
+
+def test_log_records_are_redacted(caplog: pytest.LogCaptureFixture) -> None:
+    logger = logging.getLogger("memora.test")
+    handler = caplog.handler
+    handler.addFilter(RedactingFilter())
+    logger.warning("the user sent %s", f"password: {CODE}xyz")
+    assert CODE not in caplog.text and MARK in caplog.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"My AWS key is {AWS_KEY}",
+        f"驗證碼：{CODE}",
+        "card 4111 1111 1111 1111 thanks",
+        "我的身分證字號是A123456789",
+        "postgres://bob:s3cretpw@db.example.com/app",
+    ],
+)
+def test_what_is_redacted_no_longer_looks_sensitive(text: str) -> None:
+    from memora.policy import is_sensitive
+
+    cleaned = redact(text)
+    assert cleaned.redactions >= 1 and not is_sensitive(cleaned.text.replace(MARK, " "))
