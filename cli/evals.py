@@ -223,12 +223,18 @@ def eval_perf(
     data_dir: DirOption = None,
     users: Annotated[int, typer.Option(help="Users in the store.")] = 5,
     per_user: Annotated[int, typer.Option(help="Memories per user.")] = 10_000,
+    big_user: Annotated[
+        int, typer.Option(help="Memories of the one big user (0 to skip that part).")
+    ] = 50_000,
 ) -> None:
-    """Search and write-path latency with USERS x PER_USER synthetic memories, and ingest rate."""
-    from evals.perf import run_perf
+    """Search, write-path and forget latency with USERS x PER_USER synthetic memories, ingest
+    rate, and one user with BIG_USER memories (first page, cold search, a foreign write)."""
+    from evals.perf import run_big_user, run_perf
 
     with scratch_memora(data_dir) as memora, _progress("users ingested", as_json) as progress:
         result = run_perf(memora, users=users, per_user=per_user, progress=progress)
+        if big_user:
+            result["big_user"] = run_big_user(memora, big_user, progress)
     if as_json:
         _print_json({"memora": result})
         return
@@ -254,6 +260,16 @@ def eval_perf(
         f"forget p50 / p95 (user of {forget['user_size']:,})",
         f"{forget['p50']:.1f} / {forget['p95']:.1f} ms",
     )
+    if "big_user" in result:
+        big = result["big_user"]
+        size = f"user of {big['user_size']:,}"
+        table.add_row(f"first page of 100 ({size})", f"{big['first_page_ms']:.1f} ms")
+        table.add_row(f"first search, new process ({size})", f"{big['first_search_ms']:.0f} ms")
+        table.add_row(
+            f"search after another process's write ({size})",
+            f"{big['search_after_foreign_write_ms']:.1f} ms",
+        )
+        table.add_row(f"warm search ({size})", f"{big['warm_search_ms']:.1f} ms")
     console.print(table)
 
 

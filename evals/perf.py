@@ -103,3 +103,62 @@ def run_perf(
         },
         "write_ms": {"p50": percentile_ms(write_times, 50), "p95": percentile_ms(write_times, 95)},
     }
+
+
+BIG_USER = "big-user"
+
+
+def run_big_user(
+    memora: Memora, size: int = 50_000, progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
+    """One user with ``size`` memories: the first page, a cold first search, a foreign write.
+
+    The cold search opens a second library on the same data dir (as a new process would);
+    the foreign write is one memory added by that second library, then the first one's
+    next search times how it catches up (a patch from the change log, not a reload).
+    """
+    start_day = datetime(2025, 1, 1, tzinfo=UTC)
+    texts = list(synthetic_facts(size, seed=77))
+    for chunk in range(0, size, 5000):
+        memora.ingest(
+            [
+                MemoryUnit(
+                    id=new_memory_id(),
+                    user_id=BIG_USER,
+                    content=text,
+                    source=MemorySource(actor="bench"),
+                    created_at=start_day + timedelta(seconds=chunk + number),
+                    updated_at=start_day + timedelta(seconds=chunk + number),
+                )
+                for number, text in enumerate(texts[chunk : chunk + 5000])
+            ]
+        )
+        if progress:
+            progress(min(chunk + 5000, size), size)
+    started = time.perf_counter()
+    page = memora.list(BIG_USER, limit=100)
+    first_page = time.perf_counter() - started
+    cold = Memora(memora.settings, embeddings=memora.embeddings)
+    try:
+        started = time.perf_counter()
+        cold.search(BIG_USER, "my sister's new job")
+        first_search = time.perf_counter() - started
+        memora.search(BIG_USER, "warm")
+        cold.add(BIG_USER, "I started learning the bandoneon this winter")
+        cold.store.flush()
+        started = time.perf_counter()
+        memora.search(BIG_USER, "bandoneon lessons")
+        after_foreign_write = time.perf_counter() - started
+        started = time.perf_counter()
+        memora.search(BIG_USER, "bandoneon lessons")
+        warm_search = time.perf_counter() - started
+    finally:
+        cold.close()
+    return {
+        "user_size": size,
+        "first_page_ms": first_page * 1000,
+        "first_page_rows": len(page),
+        "first_search_ms": first_search * 1000,
+        "search_after_foreign_write_ms": after_foreign_write * 1000,
+        "warm_search_ms": warm_search * 1000,
+    }

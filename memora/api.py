@@ -256,9 +256,29 @@ class Memora:
         """One memory of this user, or None (unknown and foreign ids look the same)."""
         return self.store.get(user_id, memory_id)
 
-    def list(self, user_id: str, status: MemoryStatus | None = None) -> list[MemoryUnit]:
-        """This user's memories, oldest first."""
-        return self.store.list(user_id, status)
+    def list(
+        self,
+        user_id: str,
+        status: MemoryStatus | None = None,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[MemoryUnit]:
+        """This user's memories, oldest first; with ``limit``, one page of them."""
+        return self.store.list(user_id, status, limit=limit, offset=offset)
+
+    def count(self, user_id: str, status: MemoryStatus | None = None) -> int:
+        """How many memories this user has, optionally of one status."""
+        return self.store.count(user_id, status)
+
+    def iter_memories(
+        self, user_id: str, status: MemoryStatus | None = None, batch: int = 1000
+    ) -> Iterator[MemoryUnit]:
+        """Every memory of this user, oldest first, read a batch at a time (bounded memory)."""
+        offset = 0
+        while page := self.store.list(user_id, status, limit=batch, offset=offset):
+            yield from page
+            offset += len(page)
 
     def forget(self, user_id: str, memory_id: str, *, actor: str = "user") -> builtins.list[str]:
         """Delete a memory and its whole supersession chain; returns the deleted ids.

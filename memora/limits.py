@@ -28,3 +28,10 @@ MAX_PROFILE_VALUE_CHARS = 500
 
 PREVIEW_CHARS = 120
 """Characters of a memory shown before a person or the agent confirms forgetting it."""
+
+MAX_RESULT_CONTENT_CHARS = 500
+"""Characters of one memory a search result shows the model (longer ones are cut)."""
+
+MAX_RESULT_TOTAL_CHARS = 2500
+"""Characters of memory content one search result holds in all: about 700 tokens, well inside
+the context reserved for one agent step (MEMORA_TOOL_STEP_TOKEN_RESERVE, 1600 by default)."""

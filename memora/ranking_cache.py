@@ -125,6 +125,10 @@ class UserIndex:
         return np.flatnonzero(mask)
 
 
+PATCH_LIMIT = 5000
+"""More changed memories than this and a full reload is cheaper than patching."""
+
+
 class RankingCache:
     """This process's :class:`UserIndex` per user, reloaded when the row store's generations move.
 
@@ -155,10 +159,55 @@ class RankingCache:
             self._seen_store_generation = store_generation
         generation = self._rows.generation(user_id)
         index = self._indexes.get(user_id)
-        if index is None or index.generation != generation:
+        if (
+            index is not None
+            and index.generation != generation
+            and not self._patch(index, user_id, generation)
+        ):
+            index = None
+        if index is None:
             index = self._load(user_id, generation)
             self._indexes[user_id] = index
         return index
+
+    def _patch(self, index: UserIndex, user_id: str, generation: int) -> bool:
+        """Apply another process's writes to ``index`` from the row store's change log.
+
+        Returns:
+            False when the log does not cover the gap (or it is too wide): reload instead.
+        """
+        changed = self._rows.changed_since(user_id, index.generation)
+        if changed is None or len(changed) > PATCH_LIMIT:
+            return False
+        self._writer.flush()
+        units = {unit.id: unit for unit in self._rows.get_many(user_id, changed)}
+        for memory_id in changed:
+            if memory_id not in units:
+                index.drop(memory_id)
+        new = [unit for unit in units.values() if unit.id not in index.row_of]
+        for unit in units.values():
+            if unit.id in index.row_of:
+                index.replace(unit)
+        for unit, vector in zip(new, self._vectors_for(user_id, new), strict=True):
+            index.insert(unit, vector)
+        index.generation = generation
+        return True
+
+    def _vectors_for(self, user_id: str, units: list[MemoryUnit]) -> list[np.ndarray]:
+        """The embeddings of these new memories: unsealed from Chroma, else re-embedded."""
+        if not units:
+            return []
+        ids = [unit.id for unit in units]
+        keys = vector_keys_of(self._rows, user_id, ids)
+        stored = {k: v for k, v in self._vectors.get(ids).items() if k in keys}
+        found = _unsealed(stored, keys)
+        missing = [unit for unit in units if unit.id not in found and unit.id in keys]
+        if missing and self._embed is not None:
+            fresh = self._embed([unit.content for unit in missing])
+            found.update(zip((unit.id for unit in missing), fresh, strict=True))
+            self._writer.submit(missing, seal(fresh, [keys[unit.id] for unit in missing]))
+        zero = np.zeros(self._dimension, dtype=np.float32)
+        return [found.get(unit.id, zero) for unit in units]
 
     def after_write(self, user_id: str, bump: GenerationBump) -> UserIndex | None:
         """The cached index to patch in place, or None when another process wrote meanwhile."""
@@ -168,7 +217,7 @@ class RankingCache:
         if index is not None and index.generation == bump.before:
             index.generation = bump.after
             return index
-        self._indexes.pop(user_id, None)
+        # Another process wrote in between: the next use patches from the change log.
         return None
 
     def clear(self) -> None:
@@ -186,14 +235,13 @@ class RankingCache:
         sealed_before = self._rows.vector_keys(user_id, ids)
         keys = vector_keys_of(self._rows, user_id, ids, known=sealed_before)
         stored = self._vectors.get(ids)
-        vectors: dict[str, np.ndarray] = {}
-        for memory_id, vector in stored.items():
-            if memory_id not in keys:
-                continue  # forgotten by another process since the rows were read
-            if memory_id in sealed_before:
-                vectors[memory_id] = unseal(vector[None, :], [keys[memory_id]])[0]
-            else:
-                vectors[memory_id] = vector  # written before vectors were sealed
+        # A vector without a key was forgotten by another process since the rows were read;
+        # one whose key is new was written before vectors were sealed.
+        vectors = _unsealed(
+            {k: v for k, v in stored.items() if k in sealed_before},
+            keys,
+        )
+        vectors |= {k: v for k, v in stored.items() if k in keys and k not in sealed_before}
         resealed = [unit for unit in units if unit.id in vectors and unit.id not in sealed_before]
         if resealed:
             plain = np.array([vectors[unit.id] for unit in resealed])
@@ -229,3 +277,12 @@ def vector_keys_of(
     if unkeyed:
         keys.update(rows.add_vector_keys(user_id, unkeyed))
     return keys
+
+
+def _unsealed(sealed: dict[str, np.ndarray], keys: dict[str, bytes]) -> dict[str, np.ndarray]:
+    """The embeddings of these sealed vectors, unsealed in one batch."""
+    if not sealed:
+        return {}
+    ids = list(sealed)
+    plain = unseal(np.array([sealed[i] for i in ids]), [keys[i] for i in ids])
+    return dict(zip(ids, plain, strict=True))

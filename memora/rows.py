@@ -30,6 +30,8 @@ from typing import Any, Protocol
 from memora.db import Database
 from memora.models import MemorySource, MemoryStatus, MemoryUnit, utcnow
 
+CHANGE_LOG_GENERATIONS = 1000
+"""Generations of changes kept per user; a process further behind reloads the user."""
 _ID_BATCH = 900
 """Ids per ``IN (…)`` list, below SQLite's default limit of 999 bound parameters."""
 _STORE_WIDE = ""
@@ -70,6 +72,12 @@ CREATE TABLE IF NOT EXISTS tombstones (
 CREATE TABLE IF NOT EXISTS generations (
     user_id TEXT PRIMARY KEY,
     generation INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS changes (
+    user_id TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    memory_id TEXT NOT NULL,
+    PRIMARY KEY (user_id, generation, memory_id)
 );
 CREATE TABLE IF NOT EXISTS vector_keys (
     id TEXT PRIMARY KEY,
@@ -166,6 +174,14 @@ class RowStore(Protocol):
         """Which of these ids still have a memory (of any user)."""
         ...
 
+    def changed_since(self, user_id: str, generation: int) -> builtins.list[str] | None:
+        """Ids of the user's memories written after ``generation`` (None: ask for a reload)."""
+        ...
+
+    def get_many(self, user_id: str, memory_ids: Sequence[str]) -> builtins.list[MemoryUnit]:
+        """The user's live memories among ``memory_ids``."""
+        ...
+
     def vector_lock(self) -> AbstractContextManager[None]:
         """Held across processes while vectors are checked and written, or deleted.
 
@@ -180,9 +196,16 @@ class RowStore(Protocol):
         ...
 
     def list(
-        self, user_id: str, status: MemoryStatus | None = None, *, review_only: bool = False
+        self,
+        user_id: str,
+        status: MemoryStatus | None = None,
+        *,
+        review_only: bool = False,
+        limit: int | None = None,
+        offset: int = 0,
     ) -> builtins.list[MemoryUnit]:
-        """The user's memories, oldest first, optionally of one status or flagged ones."""
+        """The user's memories, oldest first, optionally of one status or flagged ones,
+        optionally one page of them."""
         ...
 
     def all_memories(self) -> builtins.list[MemoryUnit]:
@@ -299,8 +322,12 @@ class SqliteRowStore:
 
     # -- writes ----------------------------------------------------------
 
-    def _bump(self, conn: Any, user_id: str) -> GenerationBump:
-        """Advance the user's and the store-wide counters inside the write's transaction."""
+    def _bump(self, conn: Any, user_id: str, changed: Sequence[str] = ()) -> GenerationBump:
+        """Advance the user's and the store-wide counters inside the write's transaction.
+
+        The ids the write changed are logged under the new generation, so a process
+        holding an older generation can patch its index instead of reloading it.
+        """
 
         def read(key: str) -> int:
             row = conn.execute(
@@ -314,7 +341,40 @@ class SqliteRowStore:
             " DO UPDATE SET generation = generation + 1",
             [(user_id,), (_STORE_WIDE,)],
         )
-        return GenerationBump(before, before + 1, store_before, store_before + 1)
+        after = before + 1
+        conn.executemany(
+            "INSERT OR IGNORE INTO changes VALUES (?, ?, ?)",
+            [(user_id, after, memory_id) for memory_id in dict.fromkeys(changed)],
+        )
+        conn.execute(
+            "DELETE FROM changes WHERE user_id = ? AND generation <= ?",
+            (user_id, after - CHANGE_LOG_GENERATIONS),
+        )
+        return GenerationBump(before, after, store_before, store_before + 1)
+
+    def changed_since(self, user_id: str, generation: int) -> builtins.list[str] | None:
+        """Ids written after ``generation``, or None when the log no longer covers them all."""
+        current = self.generation(user_id)
+        rows = self.db.query(
+            "SELECT generation, memory_id FROM changes WHERE user_id = ? AND generation > ?"
+            " ORDER BY generation",
+            (user_id, generation),
+        )
+        if len({row["generation"] for row in rows}) != current - generation:
+            return None
+        return list(dict.fromkeys(row["memory_id"] for row in rows))
+
+    def get_many(self, user_id: str, memory_ids: Sequence[str]) -> builtins.list[MemoryUnit]:
+        """The live memories of this user among ``memory_ids``."""
+        found: builtins.list[MemoryUnit] = []
+        for start in range(0, len(memory_ids), _ID_BATCH):
+            batch = list(memory_ids[start : start + _ID_BATCH])
+            placeholders = ", ".join("?" for _ in batch)
+            rows = self.db.query(
+                f"{_SELECT} WHERE user_id = ? AND id IN ({placeholders})", (user_id, *batch)
+            )
+            found += [_unit_from_row(row) for row in rows]
+        return found
 
     def insert(
         self, user_id: str, units: Sequence[MemoryUnit], keys: Sequence[bytes]
@@ -332,7 +392,7 @@ class SqliteRowStore:
                 "INSERT INTO vector_keys VALUES (?, ?, ?)",
                 [(unit.id, user_id, key) for unit, key in zip(units, keys, strict=True)],
             )
-            return self._bump(conn, user_id)
+            return self._bump(conn, user_id, [unit.id for unit in units])
 
     def rewrite(self, user_id: str, units: Sequence[MemoryUnit]) -> GenerationBump:
         """Overwrite every column but id and owner; foreign ids match no row."""
@@ -342,7 +402,7 @@ class SqliteRowStore:
                 f"UPDATE memories SET {assignments} WHERE id = ? AND user_id = ?",
                 [(*_row_values(unit)[2:], unit.id, user_id) for unit in units],
             )
-            return self._bump(conn, user_id)
+            return self._bump(conn, user_id, [unit.id for unit in units])
 
     def touch(
         self, user_id: str, memory_ids: Sequence[str], at: datetime
@@ -355,7 +415,7 @@ class SqliteRowStore:
                 [(at.isoformat(), memory_id, user_id) for memory_id in memory_ids],
             )
             touched = cursor.rowcount
-            return touched, self._bump(conn, user_id)
+            return touched, self._bump(conn, user_id, memory_ids)
 
     def delete_with_tombstones(self, user_id: str, memory_ids: Sequence[str]) -> GenerationBump:
         """Delete the rows; each tombstone lists every id deleted with it."""
@@ -376,7 +436,7 @@ class SqliteRowStore:
                     for deleted in memory_ids
                 ],
             )
-            return self._bump(conn, user_id)
+            return self._bump(conn, user_id, memory_ids)
 
     def erase_user(self, user_id: str) -> builtins.list[str]:
         """Delete the user's rows and keys in one transaction; tombstones name each id."""
@@ -392,7 +452,7 @@ class SqliteRowStore:
                 "INSERT OR REPLACE INTO tombstones VALUES (?, ?, ?, ?)",
                 [(memory_id, user_id, now, json.dumps([memory_id])) for memory_id in ids],
             )
-            self._bump(conn, user_id)
+            self._bump(conn, user_id, ids)
         return ids
 
     def add_vector_keys(self, user_id: str, keys: dict[str, bytes]) -> dict[str, bytes]:
@@ -454,9 +514,15 @@ class SqliteRowStore:
         return _unit_from_row(rows[0]) if rows else None
 
     def list(
-        self, user_id: str, status: MemoryStatus | None = None, *, review_only: bool = False
+        self,
+        user_id: str,
+        status: MemoryStatus | None = None,
+        *,
+        review_only: bool = False,
+        limit: int | None = None,
+        offset: int = 0,
     ) -> builtins.list[MemoryUnit]:
-        """This user's rows by creation time, then insertion order."""
+        """This user's rows by creation time, then insertion order (a page with ``limit``)."""
         sql = f"{_SELECT} WHERE user_id = ?"
         params: builtins.list[Any] = [user_id]
         if status is not None:
@@ -464,8 +530,11 @@ class SqliteRowStore:
             params.append(status.value)
         if review_only:
             sql += " AND needs_review = 1"
-        rows = self.db.query(sql + " ORDER BY created_at, rowid", params)
-        return [_unit_from_row(row) for row in rows]
+        sql += " ORDER BY created_at, rowid"
+        if limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            params += [limit, offset]
+        return [_unit_from_row(row) for row in self.db.query(sql, params)]
 
     def all_memories(self) -> builtins.list[MemoryUnit]:
         """Every row, in insertion order."""

@@ -280,10 +280,16 @@ class LongTermMemoryStore:
         return content if len(content) <= max_chars else content[:max_chars] + "..."
 
     def list(
-        self, user_id: str, status: MemoryStatus | None = None, *, review_only: bool = False
+        self,
+        user_id: str,
+        status: MemoryStatus | None = None,
+        *,
+        review_only: bool = False,
+        limit: int | None = None,
+        offset: int = 0,
     ) -> list[MemoryUnit]:
-        """This user's memories, oldest first, optionally of one status."""
-        return self.rows.list(user_id, status, review_only=review_only)
+        """This user's memories, oldest first, optionally of one status, optionally one page."""
+        return self.rows.list(user_id, status, review_only=review_only, limit=limit, offset=offset)
 
     def count(self, user_id: str, status: MemoryStatus | None = None) -> int:
         """How many memories this user has, optionally of one status."""

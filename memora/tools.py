@@ -22,7 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from memora.api import Memora
 from memora.embeddings import estimate_tokens
-from memora.limits import MAX_MEMORY_CHARS, MAX_MEMORY_ID_CHARS, MAX_QUERY_CHARS, MAX_REASON_CHARS
+from memora.limits import (
+    MAX_MEMORY_CHARS,
+    MAX_MEMORY_ID_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_REASON_CHARS,
+    MAX_RESULT_CONTENT_CHARS,
+    MAX_RESULT_TOTAL_CHARS,
+)
 from memora.models import MemoryCandidate, MemoryType
 from memora.pending_actions import ForgetAction, PendingAction, RememberAction
 from memora.policy import apply_memory_policy
@@ -127,6 +134,13 @@ class CountEnglishWordsArgs(_Args):
         return value
 
 
+def _clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, the cut marked with an ellipsis."""
+    if limit <= 1:
+        return ""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def search_memory(args: SearchMemoryArgs, ctx: ToolContext) -> ToolHandlerResult:
     """Read-only recall with the retrieval policy's limit and threshold.
 
@@ -145,16 +159,23 @@ def search_memory(args: SearchMemoryArgs, ctx: ToolContext) -> ToolHandlerResult
         thread_id=ctx.thread_id,
         now=ctx.now,
     )
-    memories = [
-        {
-            "memory_id": hit.memory.id,
-            "content": hit.memory.content,
-            "memory_type": hit.memory.memory_type.value,
-            "importance_score": hit.memory.importance,
-            "semantic_similarity": round(hit.semantic_similarity, 4),
-        }
-        for hit in hits
-    ]
+    memories = []
+    room = MAX_RESULT_TOTAL_CHARS
+    for hit in hits:
+        content = _clip(hit.memory.content, min(MAX_RESULT_CONTENT_CHARS, room))
+        if not content:
+            break
+        room -= len(content)
+        memories.append(
+            {
+                "memory_id": hit.memory.id,
+                "content": content,
+                "memory_type": hit.memory.memory_type.value,
+                "importance_score": hit.memory.importance,
+                "semantic_similarity": round(hit.semantic_similarity, 4),
+            }
+        )
+    hits = hits[: len(memories)]
     return ToolHandlerResult(
         data={"count": len(memories), "memories": memories},
         token_usage=estimate_tokens([args.query]),

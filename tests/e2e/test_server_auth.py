@@ -222,6 +222,22 @@ def test_alices_thread_is_closed_to_mallory(
     assert alice.threads.get_state(thread_id)["values"]["messages"] == before
 
 
+def test_crons_are_the_owners_only(
+    alice: SyncLangGraphClient, mallory: SyncLangGraphClient, alices_memory: tuple[str, str]
+) -> None:
+    thread_id = alices_memory[0]
+    payload = {"messages": [{"role": "user", "content": "Hello"}]}
+    _assert_not_found(
+        lambda: mallory.crons.create_for_thread(
+            thread_id, ASSISTANT, schedule="0 3 * * *", input=payload
+        )
+    )
+    cron = alice.crons.create_for_thread(thread_id, ASSISTANT, schedule="0 3 * * *", input=payload)
+    assert cron["cron_id"] in {c["cron_id"] for c in alice.crons.search()}
+    assert cron["cron_id"] not in {c["cron_id"] for c in mallory.crons.search()}
+    alice.crons.delete(cron["cron_id"])
+
+
 def test_users_cannot_create_or_change_assistants(mallory: SyncLangGraphClient) -> None:
     assert [a["graph_id"] for a in mallory.assistants.search()] == [ASSISTANT]
     with pytest.raises(PermissionDeniedError):
