@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from cli.console import ask, console, errors
@@ -34,7 +35,12 @@ def threads_list(user: Annotated[str | None, typer.Option("--user", "-u")] = Non
     table = Table("thread", "user", "updated", "messages")
     for row in _threads(get_settings().data_dir):
         if user is None or row["user_id"] == user:
-            table.add_row(row["thread_id"], row["user_id"], row["updated"], str(row["messages"]))
+            table.add_row(
+                escape(str(row["thread_id"])),
+                escape(str(row["user_id"])),
+                escape(str(row["updated"])),
+                str(row["messages"]),
+            )
     console.print(table)
 
 
