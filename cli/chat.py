@@ -22,6 +22,7 @@ from graph.checkpointed import durability_for, open_agent
 from memora.api import Memora
 from memora.chat_models import describe_model
 from memora.config import get_settings
+from memora.validation import validate_thread_id, validate_user_id
 from nodes.state import Context, State, StopReason
 
 Asker = Callable[[dict[str, Any]], Any]
@@ -182,9 +183,10 @@ def chat(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show agent steps.")] = False,
 ) -> None:
     """Chat with Memora. /memories, /profile, /profile set KEY VALUE, /exit."""
+    validate_user_id(user)
+    thread_id = validate_thread_id(thread) if thread is not None else uuid.uuid4().hex
     settings = get_settings()
     memora = open_memora()
-    thread_id = thread or uuid.uuid4().hex
     console.print(f"Model: {describe_model(settings)}", markup=False)
     console.print(
         f"Thread: {thread_id} (resume with --thread {thread_id}); user: {user}", markup=False
@@ -208,6 +210,9 @@ def _converse(agent: Any, memora: Memora, thread_id: str, user: str, verbose: bo
             line = input("You: ").strip()
         except EOFError:
             break
+        except UnicodeDecodeError:
+            errors.print("that line is not valid UTF-8; nothing was sent", markup=False)
+            continue
         if not line:
             continue
         if line in {"/exit", "/quit"}:

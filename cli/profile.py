@@ -6,7 +6,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cli.console import UserOption, console, errors
+from cli.console import UserOption, console
 from cli.library import open_memora
 
 profile_app = typer.Typer(help="Show or change the user profile.", no_args_is_help=True)
@@ -25,11 +25,7 @@ def profile_show(user: UserOption = "default") -> None:
 @profile_app.command("set")
 def profile_set(key: str, value: str, user: UserOption = "default") -> None:
     """Set one profile field."""
-    try:
-        open_memora().profile.set(user, key, value)
-    except ValueError as error:
-        errors.print(str(error), markup=False)
-        raise typer.Exit(1) from None
+    open_memora().profile.set(user, key, value)
     console.print(f"{key} set", markup=False)
 
 

@@ -37,6 +37,14 @@ from memora.profile import UserProfileStore
 from memora.reconcile import LLMReconciler, OfflineReconciler, Reconciler
 from memora.retrieval import RetrievedMemory, dense_query_text, rank
 from memora.store import LongTermMemoryStore
+from memora.validation import (
+    validate_memory_content,
+    validate_memory_id,
+    validate_query,
+    validate_thread_id,
+    validate_user_id,
+    validate_user_message,
+)
 from memora.write_path import WriteOutcome, WritePath
 
 __all__ = [
@@ -135,7 +143,17 @@ class Memora:
 
         ``user_message`` defaults to the text itself: a person typing a memory
         is its own source.
+
+        Raises:
+            InvalidInput: The user id, text or user message breaks a limit or is not
+                valid UTF-8; checked before any other work, so nothing is audited.
         """
+        validate_user_id(user_id)
+        validate_memory_content(content)
+        if user_message is not None:
+            validate_user_message(user_message)
+        if source is not None and source.thread_id is not None:
+            validate_thread_id(source.thread_id)
         candidate = MemoryCandidate(
             content=content,
             memory_type=memory_type,
@@ -153,7 +171,11 @@ class Memora:
 
         policy (again) -> importance -> embedding -> candidate search in the
         user's scope -> reconcile -> store -> audit.
+
+        Raises:
+            InvalidInput: The user id is not a valid one.
         """
+        validate_user_id(user_id)
         return self._write_path().write(user_id, candidates, source)
 
     def _write_path(self) -> WritePath:
@@ -197,7 +219,15 @@ class Memora:
         """Recall this user's memories for a query, within the retrieval policy.
 
         The caller may ask for fewer results or a stricter threshold, never more.
+
+        Raises:
+            InvalidInput: The user id, query or thread id breaks a limit or is not valid
+                UTF-8; checked before any other work, so nothing is audited.
         """
+        validate_user_id(user_id)
+        validate_query(query)
+        if thread_id is not None:
+            validate_thread_id(thread_id)
         results = self._rank(
             user_id,
             query,
@@ -254,10 +284,13 @@ class Memora:
 
     def get(self, user_id: str, memory_id: str) -> MemoryUnit | None:
         """One memory of this user, or None (unknown and foreign ids look the same)."""
+        validate_user_id(user_id)
+        validate_memory_id(memory_id)
         return self.store.get(user_id, memory_id)
 
     def list(self, user_id: str, status: MemoryStatus | None = None) -> list[MemoryUnit]:
         """This user's memories, oldest first."""
+        validate_user_id(user_id)
         return self.store.list(user_id, status)
 
     def forget(self, user_id: str, memory_id: str, *, actor: str = "user") -> builtins.list[str]:
@@ -265,6 +298,8 @@ class Memora:
 
         Idempotent: an unknown, foreign or already deleted id deletes nothing.
         """
+        validate_user_id(user_id)
+        validate_memory_id(memory_id)
         deleted = self.store.delete(user_id, memory_id)
         if deleted:
             self.audit.redact_reads_of(user_id, deleted)
@@ -280,6 +315,7 @@ class Memora:
 
         Conversation threads live with the checkpointer (``memora users erase`` removes them).
         """
+        validate_user_id(user_id)
         memory_ids, vectors = self.store.erase_user(user_id)
         report = ErasureReport(
             memories=len(memory_ids),
@@ -293,6 +329,7 @@ class Memora:
 
     def export_user(self, user_id: str) -> dict[str, Any]:
         """Everything the library holds of one user, as JSON-ready data."""
+        validate_user_id(user_id)
         return {
             "user_id": user_id,
             "memories": [json.loads(unit.model_dump_json()) for unit in self.store.list(user_id)],
@@ -302,6 +339,8 @@ class Memora:
 
     def history(self, user_id: str, memory_id: str) -> History:
         """A memory's supersession chain (oldest first) and its audit trail."""
+        validate_user_id(user_id)
+        validate_memory_id(memory_id)
         chain = self.store.chain(user_id, memory_id)
         entries: list[AuditEntry] = []
         for unit in chain:
@@ -313,6 +352,7 @@ class Memora:
 
     def review_items(self, user_id: str) -> builtins.list[MemoryUnit]:
         """Memories the write path flagged as an ambiguous conflict."""
+        validate_user_id(user_id)
         return self.store.list(user_id, review_only=True)
 
     def resolve_review(self, user_id: str, memory_id: str, accept: bool) -> bool:
@@ -336,6 +376,7 @@ class Memora:
 
     def consolidate(self, user_id: str, now: datetime | None = None) -> ConsolidationReport:
         """Expire, merge near-duplicates and decay unused memories. Never deletes."""
+        validate_user_id(user_id)
         consolidator = Consolidator(
             self.store,
             self.audit,
@@ -348,12 +389,14 @@ class Memora:
 
     def get_profile(self, user_id: str) -> dict[str, str]:
         """The user's confirmed profile."""
+        validate_user_id(user_id)
         return self.profile.get(user_id)
 
     # -- export, import, reindex -------------------------------------------------
 
     def export(self, user_id: str) -> Iterator[str]:
         """Every memory of the user as JSON lines (all fields, any status)."""
+        validate_user_id(user_id)
         for unit in self.store.list(user_id):
             yield unit.model_dump_json()
 

@@ -28,3 +28,15 @@ MAX_PROFILE_VALUE_CHARS = 500
 
 PREVIEW_CHARS = 120
 """Characters of a memory shown before a person or the agent confirms forgetting it."""
+
+MAX_USER_ID_CHARS = 256
+"""Longest user id; a user id is 1..this many printable characters."""
+
+MAX_THREAD_ID_CHARS = 256
+"""Longest conversation thread id; a thread id is 1..this many printable characters."""
+
+MAX_USER_MESSAGE_CHARS = 100_000
+"""Longest user message a memory may name as its source (the policy scans all of it)."""
+
+MAX_TOOL_ARGUMENTS_CHARS = 65_536
+"""Longest raw argument string of one tool call; longer ones are refused unparsed."""
