@@ -179,14 +179,26 @@ def memories_export(
 
 @memories_app.command("import")
 def memories_import(path: Path, user: UserOption = "default") -> None:
-    """Import memories from a JSON-lines export (ids already present are skipped)."""
+    """Import a JSON-lines export; each line passes the same checks as `add`.
+
+    Lines the policy or the limits refuse are reported by number and reason on
+    stderr (exit 1); every other line is still imported. Ids already present
+    are skipped.
+    """
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-        count = open_memora().import_lines(user, lines)
-    except (OSError, ValueError) as error:
+        # Undecodable bytes stay in the line (surrogateescape) so that line alone is refused.
+        lines = path.read_bytes().decode("utf-8", "surrogateescape").splitlines()
+    except OSError as error:
         errors.print(f"import failed: {error}", markup=False)
         raise typer.Exit(1) from None
-    console.print(f"imported {count} memories")
+    report = open_memora().import_lines(user, lines)
+    for number, reason in report.rejected:
+        errors.print(f"line {number}: rejected ({reason})", markup=False)
+    skipped = f", skipped {report.skipped} already present" if report.skipped else ""
+    rejected = f", rejected {len(report.rejected)}" if report.rejected else ""
+    console.print(f"imported {report.imported} memories{skipped}{rejected}", markup=False)
+    if report.rejected:
+        raise typer.Exit(1)
 
 
 @memories_app.command("reindex")

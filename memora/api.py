@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from pydantic import ValidationError
 
 from memora.audit import AuditEntry, AuditLog
 from memora.classifier import LLMMemoryClassifier
@@ -24,6 +25,7 @@ from memora.config import Settings, get_settings
 from memora.consolidation import ConsolidationReport, Consolidator
 from memora.embeddings import MemoraEmbeddings, make_embeddings
 from memora.importance import ImportanceScorer, LLMImportanceScorer, RuleImportanceScorer
+from memora.limits import MAX_IMPORT_LINE_CHARS
 from memora.models import (
     MemoryCandidate,
     MemorySource,
@@ -32,12 +34,15 @@ from memora.models import (
     MemoryUnit,
     utcnow,
 )
-from memora.policy import MemoryClassifier
+from memora.policy import MemoryClassifier, apply_memory_policy
 from memora.profile import UserProfileStore
 from memora.reconcile import LLMReconciler, OfflineReconciler, Reconciler
 from memora.retrieval import RetrievedMemory, dense_query_text, rank
-from memora.store import LongTermMemoryStore
+from memora.store import LongTermMemoryStore, new_memory_id
 from memora.validation import (
+    InvalidInput,
+    check_text,
+    has_surrogates,
     validate_memory_content,
     validate_memory_id,
     validate_query,
@@ -50,6 +55,7 @@ from memora.write_path import WriteOutcome, WritePath
 __all__ = [
     "ConsolidationReport",
     "History",
+    "ImportReport",
     "Memora",
     "WriteOutcome",
     "close_shared",
@@ -69,6 +75,17 @@ class ErasureReport:
     audit_entries: int
     threads: int = 0
     """Conversation threads deleted (set by the caller that owns the checkpointer)."""
+
+
+@dataclass
+class ImportReport:
+    """What an import did: memories stored, lines skipped as present, lines refused."""
+
+    imported: int = 0
+    skipped: int = 0
+    """Memories the user already had (same id, or the same active text)."""
+    rejected: builtins.list[tuple[int, str]] = dataclasses.field(default_factory=builtins.list)
+    """``(line number, reason)`` of each refused line; the reason never quotes the line."""
 
 
 @dataclass
@@ -400,29 +417,137 @@ class Memora:
         for unit in self.store.list(user_id):
             yield unit.model_dump_json()
 
-    def import_lines(self, user_id: str, lines: Iterable[str]) -> int:
-        """Load exported JSON lines into this user's store, keeping every field.
+    def import_lines(self, user_id: str, lines: Iterable[str]) -> ImportReport:
+        """Load exported JSON lines into this user's store, each line checked like an ``add``.
+
+        Every line passes the same limits and memory policy as ``add``; an accepted
+        memory keeps its exported fields (status, importance, dates, supersession
+        links, metadata, review flag). A refused line is reported by number and
+        reason, never by its text, and the other lines are still imported. An id
+        already present for this user is skipped, as is an active memory whose text
+        the user already holds as an active memory; an id held by anyone else gets
+        a new one (links in the file follow it), and nothing tells which.
 
         Raises:
-            ValueError: A line is not a valid memory; nothing is imported then.
+            InvalidInput: The user id is not a valid one.
         """
-        units: list[MemoryUnit] = []
+        validate_user_id(user_id)
+        report = ImportReport()
+        units: builtins.list[MemoryUnit] = []
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
-            try:
-                unit = MemoryUnit.model_validate(json.loads(line))
-            except ValueError as error:
-                raise ValueError(f"line {number}: not a memory ({error})") from None
-            units.append(unit.model_copy(update={"user_id": user_id}))
-        existing = {unit.id for unit in self.store.list(user_id)}
-        fresh = [unit for unit in units if unit.id not in existing]
+            unit = self._import_line(user_id, line, number, report)
+            if unit is not None:
+                units.append(unit)
+        existing = self.store.list(user_id)
+        present = {unit.id for unit in existing}
+        active_texts = {unit.content for unit in existing if unit.status is MemoryStatus.ACTIVE}
+        fresh: builtins.list[MemoryUnit] = []
+        for unit in units:
+            duplicate_text = unit.status is MemoryStatus.ACTIVE and unit.content in active_texts
+            if unit.id in present or duplicate_text:
+                report.skipped += 1
+                continue
+            present.add(unit.id)
+            if unit.status is MemoryStatus.ACTIVE:
+                active_texts.add(unit.content)
+            fresh.append(unit)
+        fresh = _renumber(fresh, self.store.rows.foreign_ids(user_id, [u.id for u in fresh]))
         self.ingest(fresh)
-        return len(fresh)
+        report.imported = len(fresh)
+        if fresh:
+            self.audit.record(
+                user_id,
+                "write",
+                "accepted",
+                action="import",
+                memory_ids=[unit.id for unit in fresh],
+                source="import",
+            )
+        return report
+
+    def _import_line(
+        self, user_id: str, line: str, number: int, report: ImportReport
+    ) -> MemoryUnit | None:
+        """One line as this user's memory, or None with the refusal added to ``report``."""
+
+        def refuse(reason: str) -> None:
+            report.rejected.append((number, reason))
+            self.audit.record(user_id, "write", "rejected", reason=reason, source="import")
+
+        try:
+            check_text(line, "line", MAX_IMPORT_LINE_CHARS)
+            unit = MemoryUnit.model_validate_json(line)
+            validate_memory_id(unit.id)
+            validate_memory_content(unit.content)
+            if unit.thread_id is not None:
+                validate_thread_id(unit.thread_id)
+            if has_surrogates(json.dumps(unit.model_dump(mode="json"), ensure_ascii=False)):
+                raise InvalidInput("a field is not valid UTF-8 text")
+        except InvalidInput as error:
+            refuse(str(error))
+            return None
+        except ValueError as error:
+            refuse(_describe_bad_line(error))
+            return None
+        candidate = MemoryCandidate(
+            content=unit.content,
+            memory_type=unit.memory_type,
+            user_message=unit.content,
+            said_at=unit.created_at,
+            reason="explicit_request",
+            scope=unit.scope,
+            thread_id=unit.thread_id,
+        )
+        _, rejected = apply_memory_policy([candidate], self.classifier)
+        if rejected:
+            refuse(rejected[0].reason.value)
+            return None
+        return unit.model_copy(update={"user_id": user_id})
 
     def reindex(self) -> int:
         """Re-embed every memory with the configured model."""
         return self.store.reindex(self.embeddings.embed_array)
+
+
+def _describe_bad_line(error: ValueError) -> str:
+    """Why a line is not a memory, naming fields but never quoting values."""
+    if isinstance(error, ValidationError):
+        problems = error.errors()
+        if any(item["type"] == "json_invalid" for item in problems):
+            return "not valid JSON"
+        fields = sorted({".".join(str(p) for p in item["loc"]) or "line" for item in problems})
+        return "not a memory (bad fields: " + ", ".join(f[:40] for f in fields[:5]) + ")"
+    return "not a memory"
+
+
+def _renumber(units: builtins.list[MemoryUnit], taken: set[str]) -> builtins.list[MemoryUnit]:
+    """Give each unit whose id is taken a new id, and point the file's links at it."""
+    if not taken:
+        return units
+    new_ids = {unit.id: new_memory_id() for unit in units if unit.id in taken}
+
+    def relink(memory_id: str | None) -> str | None:
+        return new_ids.get(memory_id, memory_id) if memory_id is not None else None
+
+    renumbered = []
+    for unit in units:
+        metadata = dict(unit.metadata)
+        targets = metadata.get("review_targets")
+        if isinstance(targets, builtins.list):
+            metadata["review_targets"] = [new_ids.get(t, t) for t in targets]
+        renumbered.append(
+            unit.model_copy(
+                update={
+                    "id": new_ids.get(unit.id, unit.id),
+                    "supersedes": relink(unit.supersedes),
+                    "superseded_by": relink(unit.superseded_by),
+                    "metadata": metadata,
+                }
+            )
+        )
+    return renumbered
 
 
 _shared: dict[str, Memora] = {}

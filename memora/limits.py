@@ -40,3 +40,6 @@ MAX_USER_MESSAGE_CHARS = 100_000
 
 MAX_TOOL_ARGUMENTS_CHARS = 65_536
 """Longest raw argument string of one tool call; longer ones are refused unparsed."""
+
+MAX_IMPORT_LINE_CHARS = 65_536
+"""Longest line of a memory import; an exported memory is far shorter."""
