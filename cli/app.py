@@ -20,6 +20,7 @@ from memora.api import close_shared
 from memora.config import ConfigError, get_settings
 from memora.db import StoreError
 from memora.redaction import install_log_redaction
+from memora.validation import InvalidInput, check_arguments
 
 app = typer.Typer(help="Memora: a chat agent with agentic long-term memory.", no_args_is_help=True)
 app.add_typer(memories_app, name="memories")
@@ -32,8 +33,13 @@ app.command("demo")(demo)
 
 
 def main() -> None:
-    """Console entry point: known failures print one line and exit non-zero."""
+    """Console entry point: known failures print one line and exit non-zero.
+
+    Refused input (not valid UTF-8, over a limit, a malformed id) exits 2 before
+    anything is stored.
+    """
     try:
+        check_arguments(sys.argv[1:])
         logging.basicConfig(
             level=get_settings().log_level, format="%(levelname)s %(name)s: %(message)s"
         )
@@ -43,7 +49,7 @@ def main() -> None:
         finally:
             close_opened()
             close_shared()
-    except (StoreError, ConfigError) as error:
+    except (StoreError, ConfigError, InvalidInput) as error:
         errors.print(f"memora: {error}", markup=False)
         sys.exit(2)
     except KeyboardInterrupt:

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 from langgraph.types import Command
+from rich.markup import escape
 
 from cli.console import UserOption, console, errors, id_table, status_style
 from cli.library import open_memora
@@ -21,6 +22,7 @@ from graph.checkpointed import durability_for, open_agent
 from memora.api import Memora
 from memora.chat_models import describe_model
 from memora.config import get_settings
+from memora.validation import validate_thread_id, validate_user_id
 from nodes.state import Context, State, StopReason
 
 Asker = Callable[[dict[str, Any]], Any]
@@ -37,16 +39,17 @@ def _print_step(node: str, update: dict[str, Any]) -> None:
         if isinstance(message, AIMessage) and message.tool_calls:
             for call in message.tool_calls:
                 args = json.dumps(call.get("args", {}), ensure_ascii=False)
-                console.print(f"[cyan]  Action[/cyan]: {call['name']} {args}", markup=True)
+                console.print(f"[cyan]  Action[/cyan]: {escape(str(call['name']))} {escape(args)}")
         elif isinstance(message, ToolMessage):
-            console.print(f"[magenta]  Observation[/magenta]: {message.content}")
+            console.print(f"[magenta]  Observation[/magenta]: {escape(str(message.content))}")
     if node == "commit_memory":
         for outcome in update.get("commit_outcomes", []):
-            console.print(f"[green]  Commit[/green]: {json.dumps(outcome, ensure_ascii=False)}")
+            outcome_json = json.dumps(outcome, ensure_ascii=False)
+            console.print(f"[green]  Commit[/green]: {escape(outcome_json)}")
     if node == "delete_memory":
-        console.print(f"[red]  Deleted[/red]: {update.get('deleted_memory_ids')}")
+        console.print(f"[red]  Deleted[/red]: {escape(str(update.get('deleted_memory_ids')))}")
     if node == "finish" and update.get("stop_reason"):
-        console.print(f"[dim]  stop_reason: {update['stop_reason']}[/dim]")
+        console.print(f"[dim]  stop_reason: {escape(str(update['stop_reason']))}[/dim]")
 
 
 def run_turn(
@@ -151,10 +154,15 @@ def prompt_approval(_: dict[str, Any]) -> str | None:
 
 def print_memories(memora: Memora, user_id: str) -> None:
     """The user's memories as a table."""
-    table = id_table("status", "kind", "content", title=f"memories of {user_id}")
+    table = id_table("status", "kind", "content", title=f"memories of {escape(user_id)}")
     for unit in memora.list(user_id):
         style = status_style(unit.status.value)
-        table.add_row(unit.id, f"[{style}]{unit.status.value}[/]", unit.kind, unit.content)
+        table.add_row(
+            escape(unit.id),
+            f"[{style}]{unit.status.value}[/]",
+            escape(unit.kind),
+            escape(unit.content),
+        )
     console.print(table)
 
 
@@ -162,10 +170,11 @@ def _profile_command(memora: Memora, user_id: str, line: str) -> None:
     parts = line.split(maxsplit=3)
     if len(parts) >= 4 and parts[1] == "set":
         memora.profile.set(user_id, parts[2], parts[3])
-        console.print(f"profile {parts[2]} set")
+        console.print(f"profile {parts[2]} set", markup=False)
         return
     profile = memora.get_profile(user_id)
-    console.print(json.dumps(profile, ensure_ascii=False, indent=2) if profile else "(empty)")
+    text = json.dumps(profile, ensure_ascii=False, indent=2) if profile else "(empty)"
+    console.print(text, markup=False)
 
 
 def chat(
@@ -174,17 +183,22 @@ def chat(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show agent steps.")] = False,
 ) -> None:
     """Chat with Memora. /memories, /profile, /profile set KEY VALUE, /exit."""
+    validate_user_id(user)
+    thread_id = validate_thread_id(thread) if thread is not None else uuid.uuid4().hex
     settings = get_settings()
     memora = open_memora()
-    thread_id = thread or uuid.uuid4().hex
-    console.print(f"Model: {describe_model(settings)}")
-    console.print(f"Thread: {thread_id} (resume with --thread {thread_id}); user: {user}")
+    console.print(f"Model: {describe_model(settings)}", markup=False)
+    console.print(
+        f"Thread: {thread_id} (resume with --thread {thread_id}); user: {user}", markup=False
+    )
     with open_agent(settings.data_dir) as agent:
         try:
             _converse(agent, memora, thread_id, user, verbose)
         except ApprovalUnanswered:
             console.print()
-            console.print(f"The deletion still awaits your approval: --thread {thread_id}")
+            console.print(
+                f"The deletion still awaits your approval: --thread {thread_id}", markup=False
+            )
 
 
 def _converse(agent: Any, memora: Memora, thread_id: str, user: str, verbose: bool) -> None:
@@ -196,6 +210,9 @@ def _converse(agent: Any, memora: Memora, thread_id: str, user: str, verbose: bo
             line = input("You: ").strip()
         except EOFError:
             break
+        except UnicodeDecodeError:
+            errors.print("that line is not valid UTF-8; nothing was sent", markup=False)
+            continue
         if not line:
             continue
         if line in {"/exit", "/quit"}:

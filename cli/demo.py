@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from cli.chat import print_memories, prompt_approval, run_turn
 from cli.console import console
@@ -56,7 +57,7 @@ def demo(
         root = data_dir or Path(tmp)
         settings = get_settings().model_copy(update={"data_dir": root})
         memora = Memora(settings)
-        console.print(f"Model: {describe_model(settings)}; data dir: {root}")
+        console.print(f"Model: {describe_model(settings)}; data dir: {root}", markup=False)
 
         def ask(request: dict[str, Any]) -> Any:
             if yes or no:
@@ -71,7 +72,7 @@ def demo(
                 thread_id = uuid.uuid4().hex
                 console.rule(title)
                 for text in messages:
-                    console.print(f"[bold]You[/bold]: {text}", markup=True)
+                    console.print(f"[bold]You[/bold]: {escape(text)}")
                     run_turn(agent, thread_id, user, text, ask, memora=memora, verbose=True)
         print_memories(memora, user)
         memora.close()

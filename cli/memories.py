@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from cli.console import UserOption, ask, console, errors, id_table, status_style
@@ -46,8 +47,8 @@ def memories_search(query: str, user: UserOption = "default") -> None:
     table = id_table("content", "score", "relevance", "cosine", "lexical")
     for hit in results:
         table.add_row(
-            hit.memory.id,
-            hit.memory.content,
+            escape(hit.memory.id),
+            escape(hit.memory.content),
             f"{hit.score:.3f}",
             f"{hit.relevance:.3f}",
             f"{hit.semantic_similarity:.3f}",
@@ -75,11 +76,11 @@ def memories_list(
     for unit in units:
         style = status_style(unit.status.value)
         table.add_row(
-            unit.id,
+            escape(unit.id),
             f"[{style}]{unit.status.value}[/]",
-            unit.kind,
+            escape(unit.kind),
             str(unit.importance),
-            unit.content,
+            escape(unit.content),
         )
     console.print(table)
 
@@ -102,17 +103,21 @@ def memories_history(memory_id: str, user: UserOption = "default") -> None:
     table = id_table("status", "created", "superseded_by", "content", title="versions")
     for unit in history.chain:
         table.add_row(
-            unit.id,
+            escape(unit.id),
             unit.status.value,
             unit.created_at.isoformat(timespec="seconds"),
-            unit.superseded_by or "",
-            unit.content,
+            escape(unit.superseded_by or ""),
+            escape(unit.content),
         )
     console.print(table)
     trail = Table("at", "event", "decision", "action", "ids", title="audit")
     for entry in history.audit:
         trail.add_row(
-            entry.at, entry.event, entry.decision, entry.action or "", ", ".join(entry.memory_ids)
+            escape(entry.at),
+            escape(entry.event),
+            escape(entry.decision),
+            escape(entry.action or ""),
+            escape(", ".join(entry.memory_ids)),
         )
     console.print(trail)
 
@@ -128,7 +133,7 @@ def memories_forget(
     preview = memora.store.get_preview(user, memory_id)
     if preview is None:
         raise _missing(memory_id)
-    console.print(f"Memory: {preview}")
+    console.print(f"Memory: {preview}", markup=False, highlight=False)
     if not yes:
         answer = ask("Delete this memory? [y/N]: ")
         if answer not in {"y", "yes"}:
@@ -147,11 +152,11 @@ def memories_review(user: UserOption = "default") -> None:
         console.print("nothing to review")
         return
     for unit in items:
-        console.print(f"[bold]{unit.content}[/bold]")
+        console.print(f"[bold]{escape(unit.content)}[/bold]")
         for target in unit.metadata.get("review_targets", []):
             other = memora.get(user, target)
             if other is not None:
-                console.print(f"  conflicts with: {other.content}")
+                console.print(f"  conflicts with: {other.content}", markup=False)
         answer = ask("Keep the new memory and supersede the old? [y/N]: ")
         memora.resolve_review(user, unit.id, accept=answer in {"y", "yes"})
         console.print("accepted" if answer in {"y", "yes"} else "rejected (deleted)")
@@ -169,19 +174,31 @@ def memories_export(
         sys.stdout.write(text)
     else:
         out.write_text(text, encoding="utf-8")
-        console.print(f"exported {len(lines)} memories to {out}")
+        console.print(f"exported {len(lines)} memories to {out}", markup=False)
 
 
 @memories_app.command("import")
 def memories_import(path: Path, user: UserOption = "default") -> None:
-    """Import memories from a JSON-lines export (ids already present are skipped)."""
+    """Import a JSON-lines export; each line passes the same checks as `add`.
+
+    Lines the policy or the limits refuse are reported by number and reason on
+    stderr (exit 1); every other line is still imported. Ids already present
+    are skipped.
+    """
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-        count = open_memora().import_lines(user, lines)
-    except (OSError, ValueError) as error:
+        # Undecodable bytes stay in the line (surrogateescape) so that line alone is refused.
+        lines = path.read_bytes().decode("utf-8", "surrogateescape").splitlines()
+    except OSError as error:
         errors.print(f"import failed: {error}", markup=False)
         raise typer.Exit(1) from None
-    console.print(f"imported {count} memories")
+    report = open_memora().import_lines(user, lines)
+    for number, reason in report.rejected:
+        errors.print(f"line {number}: rejected ({reason})", markup=False)
+    skipped = f", skipped {report.skipped} already present" if report.skipped else ""
+    rejected = f", rejected {len(report.rejected)}" if report.rejected else ""
+    console.print(f"imported {report.imported} memories{skipped}{rejected}", markup=False)
+    if report.rejected:
+        raise typer.Exit(1)
 
 
 @memories_app.command("reindex")

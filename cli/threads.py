@@ -6,11 +6,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from cli.console import ask, console, errors
 from graph.checkpointed import delete_threads, open_agent, thread_records
 from memora.config import get_settings
+from memora.validation import validate_thread_id, validate_user_id
 
 threads_app = typer.Typer(help="List or delete conversation threads.", no_args_is_help=True)
 
@@ -31,10 +33,17 @@ def _threads(data_dir: Path) -> list[dict[str, Any]]:
 @threads_app.command("list")
 def threads_list(user: Annotated[str | None, typer.Option("--user", "-u")] = None) -> None:
     """List conversation threads (optionally only one user's)."""
+    if user is not None:
+        validate_user_id(user)
     table = Table("thread", "user", "updated", "messages")
     for row in _threads(get_settings().data_dir):
         if user is None or row["user_id"] == user:
-            table.add_row(row["thread_id"], row["user_id"], row["updated"], str(row["messages"]))
+            table.add_row(
+                escape(str(row["thread_id"])),
+                escape(str(row["user_id"])),
+                escape(str(row["updated"])),
+                str(row["messages"]),
+            )
     console.print(table)
 
 
@@ -44,6 +53,7 @@ def threads_delete(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
 ) -> None:
     """Delete a thread's whole transcript (its checkpoints)."""
+    validate_thread_id(thread_id)
     settings = get_settings()
     if not any(row["thread_id"] == thread_id for row in _threads(settings.data_dir)):
         errors.print(f"no thread {thread_id}", markup=False)

@@ -13,6 +13,7 @@ from cli.console import ask, console, errors
 from cli.library import open_memora
 from graph.checkpointed import delete_threads, open_agent, thread_records
 from memora.config import get_settings
+from memora.validation import validate_user_id
 
 users_app = typer.Typer(help="Export or erase everything of one user.", no_args_is_help=True)
 
@@ -23,6 +24,7 @@ def users_export(
     out: Annotated[Path | None, typer.Option(help="File to write; stdout if omitted.")] = None,
 ) -> None:
     """Write USER's memories (every version), profile, audit and threads as one JSON object."""
+    validate_user_id(user)
     data = open_memora().export_user(user)
     with open_agent(get_settings().data_dir) as agent:
         data["threads"] = [
@@ -51,6 +53,7 @@ def users_erase(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Erase without asking.")] = False,
 ) -> None:
     """Remove USER's memories, vectors, profile, audit and threads; print what was removed."""
+    validate_user_id(user)
     if not yes and ask(f"Erase everything of {user}? [y/N]: ") not in {"y", "yes"}:
         console.print("kept")
         return

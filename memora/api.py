@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from pydantic import ValidationError
 
 from memora.audit import AuditEntry, AuditLog
 from memora.classifier import LLMMemoryClassifier
@@ -24,6 +25,7 @@ from memora.config import Settings, get_settings
 from memora.consolidation import ConsolidationReport, Consolidator
 from memora.embeddings import MemoraEmbeddings, make_embeddings
 from memora.importance import ImportanceScorer, LLMImportanceScorer, RuleImportanceScorer
+from memora.limits import MAX_IMPORT_LINE_CHARS
 from memora.models import (
     MemoryCandidate,
     MemorySource,
@@ -32,16 +34,28 @@ from memora.models import (
     MemoryUnit,
     utcnow,
 )
-from memora.policy import MemoryClassifier
+from memora.policy import MemoryClassifier, apply_memory_policy
 from memora.profile import UserProfileStore
 from memora.reconcile import LLMReconciler, OfflineReconciler, Reconciler
 from memora.retrieval import RetrievedMemory, dense_query_text, rank
-from memora.store import LongTermMemoryStore
+from memora.store import LongTermMemoryStore, new_memory_id
+from memora.validation import (
+    InvalidInput,
+    check_text,
+    has_surrogates,
+    validate_memory_content,
+    validate_memory_id,
+    validate_query,
+    validate_thread_id,
+    validate_user_id,
+    validate_user_message,
+)
 from memora.write_path import WriteOutcome, WritePath
 
 __all__ = [
     "ConsolidationReport",
     "History",
+    "ImportReport",
     "Memora",
     "WriteOutcome",
     "close_shared",
@@ -61,6 +75,17 @@ class ErasureReport:
     audit_entries: int
     threads: int = 0
     """Conversation threads deleted (set by the caller that owns the checkpointer)."""
+
+
+@dataclass
+class ImportReport:
+    """What an import did: memories stored, lines skipped as present, lines refused."""
+
+    imported: int = 0
+    skipped: int = 0
+    """Memories the user already had (same id, or the same active text)."""
+    rejected: builtins.list[tuple[int, str]] = dataclasses.field(default_factory=builtins.list)
+    """``(line number, reason)`` of each refused line; the reason never quotes the line."""
 
 
 @dataclass
@@ -135,7 +160,17 @@ class Memora:
 
         ``user_message`` defaults to the text itself: a person typing a memory
         is its own source.
+
+        Raises:
+            InvalidInput: The user id, text or user message breaks a limit or is not
+                valid UTF-8; checked before any other work, so nothing is audited.
         """
+        validate_user_id(user_id)
+        validate_memory_content(content)
+        if user_message is not None:
+            validate_user_message(user_message)
+        if source is not None and source.thread_id is not None:
+            validate_thread_id(source.thread_id)
         candidate = MemoryCandidate(
             content=content,
             memory_type=memory_type,
@@ -153,7 +188,11 @@ class Memora:
 
         policy (again) -> importance -> embedding -> candidate search in the
         user's scope -> reconcile -> store -> audit.
+
+        Raises:
+            InvalidInput: The user id is not a valid one.
         """
+        validate_user_id(user_id)
         return self._write_path().write(user_id, candidates, source)
 
     def _write_path(self) -> WritePath:
@@ -197,7 +236,15 @@ class Memora:
         """Recall this user's memories for a query, within the retrieval policy.
 
         The caller may ask for fewer results or a stricter threshold, never more.
+
+        Raises:
+            InvalidInput: The user id, query or thread id breaks a limit or is not valid
+                UTF-8; checked before any other work, so nothing is audited.
         """
+        validate_user_id(user_id)
+        validate_query(query)
+        if thread_id is not None:
+            validate_thread_id(thread_id)
         results = self._rank(
             user_id,
             query,
@@ -254,6 +301,8 @@ class Memora:
 
     def get(self, user_id: str, memory_id: str) -> MemoryUnit | None:
         """One memory of this user, or None (unknown and foreign ids look the same)."""
+        validate_user_id(user_id)
+        validate_memory_id(memory_id)
         return self.store.get(user_id, memory_id)
 
     def list(
@@ -265,16 +314,19 @@ class Memora:
         offset: int = 0,
     ) -> list[MemoryUnit]:
         """This user's memories, oldest first; with ``limit``, one page of them."""
+        validate_user_id(user_id)
         return self.store.list(user_id, status, limit=limit, offset=offset)
 
     def count(self, user_id: str, status: MemoryStatus | None = None) -> int:
         """How many memories this user has, optionally of one status."""
+        validate_user_id(user_id)
         return self.store.count(user_id, status)
 
     def iter_memories(
         self, user_id: str, status: MemoryStatus | None = None, batch: int = 1000
     ) -> Iterator[MemoryUnit]:
         """Every memory of this user, oldest first, read a batch at a time (bounded memory)."""
+        validate_user_id(user_id)
         offset = 0
         while page := self.store.list(user_id, status, limit=batch, offset=offset):
             yield from page
@@ -285,6 +337,8 @@ class Memora:
 
         Idempotent: an unknown, foreign or already deleted id deletes nothing.
         """
+        validate_user_id(user_id)
+        validate_memory_id(memory_id)
         deleted = self.store.delete(user_id, memory_id)
         if deleted:
             self.audit.redact_reads_of(user_id, deleted)
@@ -300,6 +354,7 @@ class Memora:
 
         Conversation threads live with the checkpointer (``memora users erase`` removes them).
         """
+        validate_user_id(user_id)
         memory_ids, vectors = self.store.erase_user(user_id)
         report = ErasureReport(
             memories=len(memory_ids),
@@ -313,6 +368,7 @@ class Memora:
 
     def export_user(self, user_id: str) -> dict[str, Any]:
         """Everything the library holds of one user, as JSON-ready data."""
+        validate_user_id(user_id)
         return {
             "user_id": user_id,
             "memories": [json.loads(unit.model_dump_json()) for unit in self.store.list(user_id)],
@@ -322,6 +378,8 @@ class Memora:
 
     def history(self, user_id: str, memory_id: str) -> History:
         """A memory's supersession chain (oldest first) and its audit trail."""
+        validate_user_id(user_id)
+        validate_memory_id(memory_id)
         chain = self.store.chain(user_id, memory_id)
         entries: list[AuditEntry] = []
         for unit in chain:
@@ -333,6 +391,7 @@ class Memora:
 
     def review_items(self, user_id: str) -> builtins.list[MemoryUnit]:
         """Memories the write path flagged as an ambiguous conflict."""
+        validate_user_id(user_id)
         return self.store.list(user_id, review_only=True)
 
     def resolve_review(self, user_id: str, memory_id: str, accept: bool) -> bool:
@@ -356,6 +415,7 @@ class Memora:
 
     def consolidate(self, user_id: str, now: datetime | None = None) -> ConsolidationReport:
         """Expire, merge near-duplicates and decay unused memories. Never deletes."""
+        validate_user_id(user_id)
         consolidator = Consolidator(
             self.store,
             self.audit,
@@ -368,38 +428,148 @@ class Memora:
 
     def get_profile(self, user_id: str) -> dict[str, str]:
         """The user's confirmed profile."""
+        validate_user_id(user_id)
         return self.profile.get(user_id)
 
     # -- export, import, reindex -------------------------------------------------
 
     def export(self, user_id: str) -> Iterator[str]:
         """Every memory of the user as JSON lines (all fields, any status)."""
+        validate_user_id(user_id)
         for unit in self.store.list(user_id):
             yield unit.model_dump_json()
 
-    def import_lines(self, user_id: str, lines: Iterable[str]) -> int:
-        """Load exported JSON lines into this user's store, keeping every field.
+    def import_lines(self, user_id: str, lines: Iterable[str]) -> ImportReport:
+        """Load exported JSON lines into this user's store, each line checked like an ``add``.
+
+        Every line passes the same limits and memory policy as ``add``; an accepted
+        memory keeps its exported fields (status, importance, dates, supersession
+        links, metadata, review flag). A refused line is reported by number and
+        reason, never by its text, and the other lines are still imported. An id
+        already present for this user is skipped, as is an active memory whose text
+        the user already holds as an active memory; an id held by anyone else gets
+        a new one (links in the file follow it), and nothing tells which.
 
         Raises:
-            ValueError: A line is not a valid memory; nothing is imported then.
+            InvalidInput: The user id is not a valid one.
         """
-        units: list[MemoryUnit] = []
+        validate_user_id(user_id)
+        report = ImportReport()
+        units: builtins.list[MemoryUnit] = []
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
-            try:
-                unit = MemoryUnit.model_validate(json.loads(line))
-            except ValueError as error:
-                raise ValueError(f"line {number}: not a memory ({error})") from None
-            units.append(unit.model_copy(update={"user_id": user_id}))
-        existing = {unit.id for unit in self.store.list(user_id)}
-        fresh = [unit for unit in units if unit.id not in existing]
+            unit = self._import_line(user_id, line, number, report)
+            if unit is not None:
+                units.append(unit)
+        existing = self.store.list(user_id)
+        present = {unit.id for unit in existing}
+        active_texts = {unit.content for unit in existing if unit.status is MemoryStatus.ACTIVE}
+        fresh: builtins.list[MemoryUnit] = []
+        for unit in units:
+            duplicate_text = unit.status is MemoryStatus.ACTIVE and unit.content in active_texts
+            if unit.id in present or duplicate_text:
+                report.skipped += 1
+                continue
+            present.add(unit.id)
+            if unit.status is MemoryStatus.ACTIVE:
+                active_texts.add(unit.content)
+            fresh.append(unit)
+        fresh = _renumber(fresh, self.store.rows.foreign_ids(user_id, [u.id for u in fresh]))
         self.ingest(fresh)
-        return len(fresh)
+        report.imported = len(fresh)
+        if fresh:
+            self.audit.record(
+                user_id,
+                "write",
+                "accepted",
+                action="import",
+                memory_ids=[unit.id for unit in fresh],
+                source="import",
+            )
+        return report
+
+    def _import_line(
+        self, user_id: str, line: str, number: int, report: ImportReport
+    ) -> MemoryUnit | None:
+        """One line as this user's memory, or None with the refusal added to ``report``."""
+
+        def refuse(reason: str) -> None:
+            report.rejected.append((number, reason))
+            self.audit.record(user_id, "write", "rejected", reason=reason, source="import")
+
+        try:
+            check_text(line, "line", MAX_IMPORT_LINE_CHARS)
+            unit = MemoryUnit.model_validate_json(line)
+            validate_memory_id(unit.id)
+            validate_memory_content(unit.content)
+            if unit.thread_id is not None:
+                validate_thread_id(unit.thread_id)
+            if has_surrogates(json.dumps(unit.model_dump(mode="json"), ensure_ascii=False)):
+                raise InvalidInput("a field is not valid UTF-8 text")
+        except InvalidInput as error:
+            refuse(str(error))
+            return None
+        except ValueError as error:
+            refuse(_describe_bad_line(error))
+            return None
+        candidate = MemoryCandidate(
+            content=unit.content,
+            memory_type=unit.memory_type,
+            user_message=unit.content,
+            said_at=unit.created_at,
+            reason="explicit_request",
+            scope=unit.scope,
+            thread_id=unit.thread_id,
+        )
+        _, rejected = apply_memory_policy([candidate], self.classifier)
+        if rejected:
+            refuse(rejected[0].reason.value)
+            return None
+        return unit.model_copy(update={"user_id": user_id})
 
     def reindex(self) -> int:
         """Re-embed every memory with the configured model."""
         return self.store.reindex(self.embeddings.embed_array)
+
+
+def _describe_bad_line(error: ValueError) -> str:
+    """Why a line is not a memory, naming fields but never quoting values."""
+    if isinstance(error, ValidationError):
+        problems = error.errors()
+        if any(item["type"] == "json_invalid" for item in problems):
+            return "not valid JSON"
+        fields = sorted({".".join(str(p) for p in item["loc"]) or "line" for item in problems})
+        return "not a memory (bad fields: " + ", ".join(f[:40] for f in fields[:5]) + ")"
+    return "not a memory"
+
+
+def _renumber(units: builtins.list[MemoryUnit], taken: set[str]) -> builtins.list[MemoryUnit]:
+    """Give each unit whose id is taken a new id, and point the file's links at it."""
+    if not taken:
+        return units
+    new_ids = {unit.id: new_memory_id() for unit in units if unit.id in taken}
+
+    def relink(memory_id: str | None) -> str | None:
+        return new_ids.get(memory_id, memory_id) if memory_id is not None else None
+
+    renumbered = []
+    for unit in units:
+        metadata = dict(unit.metadata)
+        targets = metadata.get("review_targets")
+        if isinstance(targets, builtins.list):
+            metadata["review_targets"] = [new_ids.get(t, t) for t in targets]
+        renumbered.append(
+            unit.model_copy(
+                update={
+                    "id": new_ids.get(unit.id, unit.id),
+                    "supersedes": relink(unit.supersedes),
+                    "superseded_by": relink(unit.superseded_by),
+                    "metadata": metadata,
+                }
+            )
+        )
+    return renumbered
 
 
 _shared: dict[str, Memora] = {}

@@ -35,3 +35,18 @@ MAX_RESULT_CONTENT_CHARS = 500
 MAX_RESULT_TOTAL_CHARS = 2500
 """Characters of memory content one search result holds in all: about 700 tokens, well inside
 the context reserved for one agent step (MEMORA_TOOL_STEP_TOKEN_RESERVE, 1600 by default)."""
+
+MAX_USER_ID_CHARS = 256
+"""Longest user id; a user id is 1..this many printable characters."""
+
+MAX_THREAD_ID_CHARS = 256
+"""Longest conversation thread id; a thread id is 1..this many printable characters."""
+
+MAX_USER_MESSAGE_CHARS = 100_000
+"""Longest user message a memory may name as its source (the policy scans all of it)."""
+
+MAX_TOOL_ARGUMENTS_CHARS = 65_536
+"""Longest raw argument string of one tool call; longer ones are refused unparsed."""
+
+MAX_IMPORT_LINE_CHARS = 65_536
+"""Longest line of a memory import; an exported memory is far shorter."""

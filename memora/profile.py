@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from memora.db import Database
-from memora.limits import MAX_PROFILE_KEY_CHARS, MAX_PROFILE_VALUE_CHARS
 from memora.models import utcnow
+from memora.validation import validate_profile_field, validate_user_id
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS profile (
@@ -36,13 +36,10 @@ class UserProfileStore:
         """Set one profile field.
 
         Raises:
-            ValueError: The key or value is empty or too long.
+            InvalidInput: The user id, key or value is empty, too long or not valid UTF-8.
         """
-        key, value = key.strip(), value.strip()
-        if not key or len(key) > MAX_PROFILE_KEY_CHARS:
-            raise ValueError(f"profile key must be 1..{MAX_PROFILE_KEY_CHARS} characters")
-        if not value or len(value) > MAX_PROFILE_VALUE_CHARS:
-            raise ValueError(f"profile value must be 1..{MAX_PROFILE_VALUE_CHARS} characters")
+        user_id = validate_user_id(user_id)
+        key, value = validate_profile_field(key, value)
         with self.db.transaction() as conn:
             conn.execute(
                 "INSERT INTO profile VALUES (?, ?, ?, ?) ON CONFLICT(user_id, key)"

@@ -182,6 +182,10 @@ class RowStore(Protocol):
         """The user's live memories among ``memory_ids``."""
         ...
 
+    def foreign_ids(self, user_id: str, memory_ids: Sequence[str]) -> set[str]:
+        """Which of these ids a memory or tombstone of another user holds (for imports)."""
+        ...
+
     def vector_lock(self) -> AbstractContextManager[None]:
         """Held across processes while vectors are checked and written, or deleted.
 
@@ -601,6 +605,20 @@ class SqliteRowStore:
             rows = self.db.query(f"SELECT id FROM memories WHERE id IN ({placeholders})", batch)
             live.update(row["id"] for row in rows)
         return live
+
+    def foreign_ids(self, user_id: str, memory_ids: Sequence[str]) -> set[str]:
+        """Ids among ``memory_ids`` held by another user's memory or tombstone."""
+        taken: set[str] = set()
+        for start in range(0, len(memory_ids), _ID_BATCH):
+            batch = list(memory_ids[start : start + _ID_BATCH])
+            placeholders = ", ".join("?" for _ in batch)
+            for table in ("memories", "tombstones"):
+                rows = self.db.query(
+                    f"SELECT id FROM {table} WHERE id IN ({placeholders}) AND user_id != ?",
+                    [*batch, user_id],
+                )
+                taken.update(row["id"] for row in rows)
+        return taken
 
     def is_tombstoned(self, user_id: str, memory_id: str) -> bool:
         """Whether a tombstone of this user names ``memory_id``."""

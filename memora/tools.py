@@ -29,10 +29,12 @@ from memora.limits import (
     MAX_REASON_CHARS,
     MAX_RESULT_CONTENT_CHARS,
     MAX_RESULT_TOTAL_CHARS,
+    MAX_TOOL_ARGUMENTS_CHARS,
 )
 from memora.models import MemoryCandidate, MemoryType
 from memora.pending_actions import ForgetAction, PendingAction, RememberAction
 from memora.policy import apply_memory_policy
+from memora.validation import InvalidInput, has_surrogates
 
 
 class ToolInputError(ValueError):
@@ -67,6 +69,15 @@ class ToolContext:
 
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    @field_validator("*")
+    @classmethod
+    def _valid_utf8(cls, value: Any) -> Any:
+        # The same encoding rule as memora.validation: such text can be neither searched
+        # nor stored, and the model can correct it.
+        if isinstance(value, str) and has_surrogates(value):
+            raise ValueError("text is not valid UTF-8")
+        return value
 
 
 class SearchMemoryArgs(_Args):
@@ -298,13 +309,19 @@ class DispatchResult:
 
 
 def _observation(payload: dict[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=False)
+    text = json.dumps(payload, ensure_ascii=False)
+    # A key the model invented may hold lone surrogates; escaped, the observation stays UTF-8.
+    return json.dumps(payload) if has_surrogates(text) else text
+
+
+_MAX_LOCATION_CHARS = 80
+"""Longest argument name quoted back to the model (an invented key can be any length)."""
 
 
 def _describe_validation(error: ValidationError) -> str:
     parts = []
     for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"]) or "arguments"
+        where = (".".join(str(p) for p in item["loc"]) or "arguments")[:_MAX_LOCATION_CHARS]
         parts.append(f"{where}: {item['msg']}")
     return "invalid arguments: " + "; ".join(parts)
 
@@ -312,10 +329,10 @@ def _describe_validation(error: ValidationError) -> str:
 def dispatch(name: str, raw_arguments: Any, ctx: ToolContext) -> DispatchResult:
     """Run one tool call through the allowlist.
 
-    Argument problems (bad JSON, wrong types, missing or unknown keys, failed
-    validation, an unknown tool) give an ``ok: false`` observation the model
-    can correct. Any other exception propagates: the graph stops with
-    ``tool_error``.
+    Argument problems (bad JSON, oversized or not valid UTF-8 text, wrong types,
+    missing or unknown keys, failed validation, an unknown tool) give an
+    ``ok: false`` observation the model can correct. Any other exception
+    propagates: the graph stops with ``tool_error``.
     """
     spec = TOOL_HANDLERS.get(name)
     if spec is None:
@@ -323,10 +340,16 @@ def dispatch(name: str, raw_arguments: Any, ctx: ToolContext) -> DispatchResult:
         return DispatchResult(_observation({"ok": False, "error": error}), ok=False)
     arguments = raw_arguments
     if isinstance(arguments, str):
+        if len(arguments) > MAX_TOOL_ARGUMENTS_CHARS:
+            message = f"arguments are longer than {MAX_TOOL_ARGUMENTS_CHARS} characters"
+            return DispatchResult(_observation({"ok": False, "error": message}), ok=False)
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as error:
             message = f"arguments are not valid JSON: {error.msg}"
+            return DispatchResult(_observation({"ok": False, "error": message}), ok=False)
+        except RecursionError:
+            message = "arguments are nested too deeply"
             return DispatchResult(_observation({"ok": False, "error": message}), ok=False)
     if not isinstance(arguments, dict):
         message = "arguments must be a JSON object"
@@ -337,6 +360,6 @@ def dispatch(name: str, raw_arguments: Any, ctx: ToolContext) -> DispatchResult:
     except ValidationError as error:
         message = _describe_validation(error)
         return DispatchResult(_observation({"ok": False, "error": message}), ok=False)
-    except ToolInputError as error:
+    except (ToolInputError, InvalidInput) as error:
         return DispatchResult(_observation({"ok": False, "error": str(error)}), ok=False)
     return DispatchResult(_observation({"ok": True, "result": result.data}), ok=True, result=result)

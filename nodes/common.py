@@ -12,6 +12,7 @@ from langgraph.runtime import Runtime
 from memora.api import Memora, shared_memora
 from memora.config import Settings, get_settings
 from memora.identity import VERIFIED_PERMISSION
+from memora.validation import validate_user_id
 from nodes.state import Context, State
 
 DEFAULT_USER = "default"
@@ -57,18 +58,19 @@ def resolve_user_id(runtime: Runtime[Context] | None, config: RunnableConfig | N
 
     Raises:
         IdentityMismatchError: The client claimed another user than its token proves.
+        InvalidInput: The user id is not 1..MAX_USER_ID_CHARS printable characters.
     """
     claimed = run_context(runtime).user_id
     if not claimed and config is not None:
         claimed = str((config.get("configurable") or {}).get("user_id") or "")
     verified = authenticated_user_id(runtime, config)
     if verified is None:
-        return claimed or DEFAULT_USER
+        return validate_user_id(claimed or DEFAULT_USER)
     if claimed and claimed != verified:
         raise IdentityMismatchError(
             "the run's user_id does not match the authenticated user; leave it out"
         )
-    return verified
+    return validate_user_id(verified)
 
 
 def owned_user_id(state: State, runtime: Runtime[Context] | None) -> str:

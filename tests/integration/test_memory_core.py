@@ -230,11 +230,11 @@ def test_export_import_round_trip(memora: Memora, tmp_path: Path, clock: Clock) 
     memora.add("alice", "I climb at the gym on Tuesdays", memory_type=MemoryType.EPISODIC)
     lines = list(memora.export("alice"))
     other = Memora(load_settings(data_dir=tmp_path / "other"), clock=clock)
-    assert other.import_lines("alice", lines) == 3
+    assert other.import_lines("alice", lines).imported == 3
     assert list(other.export("alice")) == lines
-    assert other.import_lines("alice", lines) == 0  # ids already present
-    with pytest.raises(ValueError, match="line 1"):
-        other.import_lines("alice", ["{not json"])
+    again = other.import_lines("alice", lines)
+    assert (again.imported, again.skipped) == (0, 3)  # ids already present
+    assert other.import_lines("alice", ["{not json"]).rejected == [(1, "not valid JSON")]
 
 
 _OBSERVER = textwrap.dedent(
