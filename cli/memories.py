@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -60,18 +59,26 @@ def memories_search(query: str, user: UserOption = "default") -> None:
 @memories_app.command("list")
 def memories_list(
     user: UserOption = "default",
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print every memory as one JSON list (streamed).")
+    ] = False,
     status: Annotated[
         MemoryStatus | None, typer.Option(help="active, superseded or archived")
     ] = None,
+    page: Annotated[int, typer.Option(min=1, help="Which page of the table.")] = 1,
+    page_size: Annotated[int, typer.Option(min=1, max=10_000, help="Rows per page.")] = 100,
 ) -> None:
-    """List memories (oldest first)."""
-    units = open_memora().list(user, status)
+    """List memories (oldest first), one page of the table at a time."""
+    memora = open_memora()
     if as_json:
-        print(
-            json.dumps([json.loads(unit.model_dump_json()) for unit in units], ensure_ascii=False)
-        )
+        # Written as it is read, a batch at a time, so 50,000 memories need no more memory.
+        sys.stdout.write("[")
+        for number, unit in enumerate(memora.iter_memories(user, status)):
+            sys.stdout.write(("," if number else "") + unit.model_dump_json())
+        sys.stdout.write("]\n")
         return
+    total = memora.count(user, status)
+    units = memora.list(user, status, limit=page_size, offset=(page - 1) * page_size)
     table = id_table("status", "kind", "imp", "content")
     for unit in units:
         style = status_style(unit.status.value)
@@ -83,6 +90,11 @@ def memories_list(
             escape(unit.content),
         )
     console.print(table)
+    if total > len(units):
+        first = (page - 1) * page_size + 1 if units else 0
+        shown = f"{first}–{first + len(units) - 1}" if units else "none"
+        more = f"; --page {page + 1} for more" if first + len(units) - 1 < total else ""
+        console.print(f"showing {shown} of {total:,}{more}", markup=False)
 
 
 @memories_app.command("show")

@@ -620,3 +620,30 @@ def test_eval_commands_exit_without_traceback(eval_runs: tuple[Proc, Proc]) -> N
     for proc in eval_runs:
         assert proc.returncode == 0
         assert "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_list_pages_the_table_and_streams_the_json(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    memora = api(data_dir)
+    start = utcnow() - timedelta(days=1)
+    memora.ingest(
+        [
+            MemoryUnit(
+                id=f"p{n:03d}",
+                user_id="default",
+                content=f"paged note {n:03d}",
+                created_at=start + timedelta(seconds=n),
+                updated_at=start + timedelta(seconds=n),
+            )
+            for n in range(250)
+        ]
+    )
+    memora.close()
+    first = ok(run(data_dir, "memories", "list", "--page-size", "100"))
+    assert "showing 1–100 of 250; --page 2 for more" in first
+    assert "paged note 000" in first and "paged note 100" not in first
+    last = ok(run(data_dir, "memories", "list", "--page-size", "100", "--page", "3"))
+    assert "showing 201–250 of 250" in last and "--page 4" not in last
+    assert "paged note 249" in last and "paged note 199" not in last
+    listed = json.loads(ok(run(data_dir, "memories", "list", "--json")))
+    assert [item["id"] for item in listed] == [f"p{n:03d}" for n in range(250)]
