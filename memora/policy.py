@@ -420,13 +420,7 @@ def sensitive_spans(text: str) -> list[tuple[int, int]] | None:
 
 
 def _find_spans(text: str) -> list[tuple[int, int]] | None:
-    """Where the sensitive values in ``text`` are, as (start, end) offsets.
-
-    Returns:
-        The spans (possibly overlapping), or None when a detector fires on text
-        whose folded form does not line up with it character for character, so
-        no span can be placed.
-    """
+    """The uncached work of :func:`sensitive_spans`."""
     folded = unicodedata.normalize("NFKC", text)
     normalised = _normalise(text)
     if len(folded) != len(text) or len(normalised) != len(text):

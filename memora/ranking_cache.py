@@ -201,13 +201,20 @@ class RankingCache:
         keys = vector_keys_of(self._rows, user_id, ids)
         stored = {k: v for k, v in self._vectors.get(ids).items() if k in keys}
         found = _unsealed(stored, keys)
+        self._embed_missing(units, found, keys)
+        zero = np.zeros(self._dimension, dtype=np.float32)
+        return [found.get(unit.id, zero) for unit in units]
+
+    def _embed_missing(
+        self, units: list[MemoryUnit], found: dict[str, np.ndarray], keys: dict[str, bytes]
+    ) -> None:
+        """Embed live memories Chroma has no vector for (written by a process that has not
+        flushed yet, or lost in a crash) into ``found``, and queue their sealed vectors."""
         missing = [unit for unit in units if unit.id not in found and unit.id in keys]
         if missing and self._embed is not None:
             fresh = self._embed([unit.content for unit in missing])
             found.update(zip((unit.id for unit in missing), fresh, strict=True))
             self._writer.submit(missing, seal(fresh, [keys[unit.id] for unit in missing]))
-        zero = np.zeros(self._dimension, dtype=np.float32)
-        return [found.get(unit.id, zero) for unit in units]
 
     def after_write(self, user_id: str, bump: GenerationBump) -> UserIndex | None:
         """The cached index to patch in place, or None when another process wrote meanwhile."""
@@ -246,12 +253,7 @@ class RankingCache:
         if resealed:
             plain = np.array([vectors[unit.id] for unit in resealed])
             self._writer.submit(resealed, seal(plain, [keys[u.id] for u in resealed]))
-        missing = [unit for unit in units if unit.id not in vectors and unit.id in keys]
-        if missing and self._embed is not None:
-            # Written by a process that has not flushed yet, or lost in a crash.
-            fresh = self._embed([unit.content for unit in missing])
-            vectors.update(zip((unit.id for unit in missing), fresh, strict=True))
-            self._writer.submit(missing, seal(fresh, [keys[unit.id] for unit in missing]))
+        self._embed_missing(units, vectors, keys)
         zero = np.zeros(self._dimension, dtype=np.float32)
         for unit in units:
             index.insert(unit, vectors.get(unit.id, zero))
