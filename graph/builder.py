@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 
 from memora.config import MAX_AGENT_STEPS_LIMIT
 from nodes.approve_forget import approve_forget
@@ -38,6 +38,20 @@ def route_after_tool(state: State) -> Literal["call_model", "finish"]:
     return "finish" if state.stop_reason == StopReason.TOOL_ERROR else "call_model"
 
 
+def route_after_redaction(state: State) -> Literal["approve_forget", "__end__"]:
+    """After a final answer the deletions still await approval; any other stop is done.
+
+    A final answer is redacted before the approval pause, so the paused
+    checkpoint (kept as long as the user takes to answer) holds no secret either.
+    """
+    return "approve_forget" if state.stop_reason == StopReason.FINAL_ANSWER else "__end__"
+
+
+def route_after_finish(state: State) -> Literal["redact_transcript", "__end__"]:
+    """A final answer was redacted before approval; any other stop is redacted now."""
+    return "__end__" if state.stop_reason == StopReason.FINAL_ANSWER else "redact_transcript"
+
+
 def route_after_approval(state: State) -> Literal["delete_memory", "finish"]:
     """Delete only what the user approved."""
     return "delete_memory" if state.approved_forget_ids else "finish"
@@ -58,8 +72,8 @@ builder.add_edge(START, "assemble_context")
 builder.add_conditional_edges("assemble_context", route_after_context)
 builder.add_conditional_edges("call_model", route_after_model)
 builder.add_conditional_edges("execute_tool", route_after_tool)
-builder.add_edge("commit_memory", "approve_forget")
+builder.add_edge("commit_memory", "redact_transcript")
+builder.add_conditional_edges("redact_transcript", route_after_redaction)
 builder.add_conditional_edges("approve_forget", route_after_approval)
 builder.add_edge("delete_memory", "finish")
-builder.add_edge("finish", "redact_transcript")
-builder.add_edge("redact_transcript", END)
+builder.add_conditional_edges("finish", route_after_finish)

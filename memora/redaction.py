@@ -32,19 +32,24 @@ MIN_ECHO_CHARS = 4
 """Shorter values are not chased through other texts (they would match by chance)."""
 
 
-def sensitive_values(text: str) -> list[str]:
+def sensitive_values(text: str, keep: frozenset[str] = frozenset()) -> list[str]:
     """The sensitive values the detectors find in ``text`` (for chasing echoes of them)."""
     spans = sensitive_spans(text) if text and is_sensitive(text) else []
-    return sorted({text[start:end] for start, end in spans or []}, key=len, reverse=True)
+    values = {text[start:end] for start, end in spans or []} - keep
+    return sorted(values, key=len, reverse=True)
 
 
-def redact(text: str, also: list[str] | None = None) -> Redacted:
+def redact(
+    text: str, also: list[str] | None = None, keep: frozenset[str] = frozenset()
+) -> Redacted:
     """``text`` with every sensitive value replaced by :data:`MARK`.
 
     Args:
         text: The text to clean.
         also: Values found elsewhere (the user's message) whose echoes are cut too,
             such as a reply that repeats a code without saying what it is.
+        keep: Values that only look secret, such as the application's own memory ids
+            (32 hex digits read as a high-entropy key); they stay.
     """
     echoes = [
         (match.start(), match.end())
@@ -57,9 +62,9 @@ def redact(text: str, also: list[str] | None = None) -> Redacted:
     spans = sensitive_spans(text) if is_sensitive(text) else []
     if spans is None:
         return Redacted(WHOLE, 1)
-    spans = [*spans, *echoes]
+    spans = [span for span in [*spans, *echoes] if text[span[0] : span[1]] not in keep]
     if not spans:
-        return Redacted(WHOLE, 1)
+        return Redacted(text, 0) if _only_kept(text, keep) else Redacted(WHOLE, 1)
     merged: list[list[int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
@@ -73,9 +78,20 @@ def redact(text: str, also: list[str] | None = None) -> Redacted:
     pieces.append(text[cursor:])
     redacted = "".join(pieces)
     # Keyword rules placed their own values; a key, card or ID shape left over was not placed.
-    if holds_secret_shaped_value(redacted):
+    if holds_secret_shaped_value(_without(redacted, keep)):
         return Redacted(WHOLE, len(merged))
     return Redacted(redacted, len(merged))
+
+
+def _without(text: str, keep: frozenset[str]) -> str:
+    for value in keep:
+        text = text.replace(value, " ")
+    return text
+
+
+def _only_kept(text: str, keep: frozenset[str]) -> bool:
+    """Whether the text is sensitive only because of values that are to stay."""
+    return bool(keep) and not is_sensitive(_without(text, keep))
 
 
 class RedactingFilter(logging.Filter):

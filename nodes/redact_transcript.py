@@ -1,4 +1,4 @@
-"""After a turn: cut sensitive values out of what the thread keeps of it.
+"""Once a turn has its answer: cut sensitive values out of what the thread keeps of it.
 
 The user's message, the model's replies and tool calls, and the tool
 observations of this turn are rewritten with the policy's sensitive values
@@ -9,6 +9,7 @@ the newest checkpoint). MEMORA_REDACT_TRANSCRIPTS=false turns this off.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage
@@ -29,18 +30,32 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-def _redacted_value(value: Any, found: list[str]) -> tuple[Any, int]:
+def _redacted_value(value: Any, found: list[str], keep: frozenset[str]) -> tuple[Any, int]:
     """``value`` with every string in it redacted, and how many values were cut."""
     if isinstance(value, str):
-        cleaned = redact(value, also=found)
+        cleaned = redact(value, also=found, keep=keep)
         return cleaned.text, cleaned.redactions
     if isinstance(value, dict):
-        pairs = {key: _redacted_value(item, found) for key, item in value.items()}
+        pairs = {key: _redacted_value(item, found, keep) for key, item in value.items()}
         return {key: item for key, (item, _) in pairs.items()}, sum(n for _, n in pairs.values())
     if isinstance(value, list):
-        items = [_redacted_value(item, found) for item in value]
+        items = [_redacted_value(item, found, keep) for item in value]
         return [item for item, _ in items], sum(n for _, n in items)
     return value, 0
+
+
+_MEMORY_ID = re.compile(r'"memory_id":\s*"([^"]+)"')
+
+
+def _memory_ids(state: State, turn: list[AnyMessage]) -> frozenset[str]:
+    """Ids of memories the turn's tools named: they look like hex keys but are Memora's own."""
+    ids = set(state.used_memory_ids) | {action.memory_id for action in state.forget_actions()}
+    for message in turn:
+        for text in _strings(_parts(message)):
+            ids.update(_MEMORY_ID.findall(text))
+        if isinstance(message, AIMessage):
+            ids.update(str(call["args"].get("memory_id", "")) for call in message.tool_calls)
+    return frozenset(memory_id for memory_id in ids if memory_id)
 
 
 def _parts(message: AnyMessage) -> dict[str, Any]:
@@ -55,9 +70,11 @@ def _parts(message: AnyMessage) -> dict[str, Any]:
     return parts
 
 
-def _redacted_message(message: AnyMessage, found: list[str]) -> AnyMessage | None:
+def _redacted_message(
+    message: AnyMessage, found: list[str], keep: frozenset[str]
+) -> AnyMessage | None:
     """A copy of ``message`` (same id) with sensitive values cut, or None if it had none."""
-    update, cut = _redacted_value(_parts(message), found)
+    update, cut = _redacted_value(_parts(message), found, keep)
     return message.model_copy(update=update) if cut else None
 
 
@@ -66,20 +83,26 @@ def redact_transcript(state: State, runtime: Runtime[Context]) -> dict[str, Any]
     if not settings(runtime).redact_transcripts:
         return {}
     turn = state.messages[current_turn_start(state.messages) :]
+    keep = _memory_ids(state, turn)
     # Values found anywhere in the turn are cut wherever they are echoed.
     found = sorted(
-        {value for m in turn for text in _strings(_parts(m)) for value in sensitive_values(text)},
+        {
+            value
+            for m in turn
+            for text in _strings(_parts(m))
+            for value in sensitive_values(text, keep)
+        },
         key=len,
         reverse=True,
     )
-    cleaned = [m for m in (_redacted_message(m, found) for m in turn) if m is not None]
+    cleaned = [m for m in (_redacted_message(m, found, keep) for m in turn) if m is not None]
     update: dict[str, Any] = {}
     if cleaned:
         update["messages"] = cleaned
-    reply = redact(state.reply, also=found)
+    reply = redact(state.reply, also=found, keep=keep)
     if reply.redactions:
         update["reply"] = reply.text
-    actions, cut = _redacted_value(to_checkpoint(state.pending_actions), found)
+    actions, cut = _redacted_value(to_checkpoint(state.pending_actions), found, keep)
     if cut:
         update["pending_actions"] = actions
     return update

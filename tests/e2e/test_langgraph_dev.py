@@ -265,3 +265,17 @@ def test_forget_approved_deletes_the_memory(
 def test_without_auth_the_server_warns_once_that_it_trusts_client_user_ids(server: Server) -> None:
     log = server.log_path.read_text(errors="replace")
     assert log.count("the server trusts the user id each client sends") == 1
+
+
+def test_no_checkpoint_the_server_keeps_holds_a_refused_secret(
+    client: SyncLangGraphClient,
+) -> None:
+    code, key = "739164", "AKIAIOSFODNN7EXAMPLE"
+    thread_id, values = _turn(client, f"請記住，我的驗證碼是 {code}，AWS key 是 {key}", "erin")
+    assert values.get("stop_reason") == "final_answer", _show(values)
+    _turn(client, "Thanks!", "erin", thread_id)
+    history = client.threads.get_history(thread_id, limit=100)
+    assert history, "the server kept no checkpoint at all"
+    stored = json.dumps(history, ensure_ascii=False, default=str)
+    assert code not in stored and key not in stored
+    assert "[redacted: sensitive_data]" in stored
