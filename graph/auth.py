@@ -91,22 +91,11 @@ async def own_crons(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.Filte
     return {"owner": owner}
 
 
-@auth.on.assistants.read
-async def read_assistants(ctx: Auth.types.AuthContext, value: Any) -> None:
-    """Anyone may read the assistants (a run names one)."""
-    return None
-
-
-@auth.on.assistants.search
-async def search_assistants(ctx: Auth.types.AuthContext, value: Any) -> None:
-    """Anyone may list the assistants."""
-    return None
-
-
 @auth.on.assistants
-async def keep_assistants(ctx: Auth.types.AuthContext, value: Any) -> bool:
-    """Users cannot create, change or delete assistants when authentication is on."""
-    return _verifier is None
+async def read_only_assistants(ctx: Auth.types.AuthContext, value: Any) -> bool:
+    """Anyone may read and list the assistants (a run names one); with authentication on,
+    nobody may create, change or delete them."""
+    return _verifier is None or ctx.action in {"read", "search"}
 
 
 @auth.on.store

@@ -149,8 +149,8 @@ def _is_real_secret(plugin_class: Any, value: str | None) -> bool:
 
 
 @lru_cache(maxsize=2048)
-def _detect_secrets_rule(text: str) -> str | None:
-    """Scan each line with all detect-secrets plugins; name the first plugin that fires.
+def _detect_secrets_hits(text: str) -> tuple[tuple[str, str | None], ...]:
+    """Every detect-secrets finding line by line: (``detect-secrets:<Plugin>``, secret value).
 
     Cached because the same text is checked when the agent proposes it and
     again at commit; the cache lives in this process only, never on disk.
@@ -159,6 +159,7 @@ def _detect_secrets_rule(text: str) -> str | None:
     from detect_secrets.settings import default_settings
 
     mapping = _secret_type_to_plugin()
+    hits = []
     with _detect_secrets_lock, default_settings():
         for line in text.splitlines():
             for secret in scan_line(line):
@@ -166,20 +167,32 @@ def _detect_secrets_rule(text: str) -> str | None:
                 if plugin_class is None:
                     continue
                 if _is_real_secret(plugin_class, secret.secret_value):
-                    return f"detect-secrets:{plugin_class.__name__}"
-    return None
+                    hits.append((f"detect-secrets:{plugin_class.__name__}", secret.secret_value))
+    return tuple(hits)
+
+
+def _detect_secrets_rule(text: str) -> str | None:
+    """Name the first detect-secrets plugin that fires on ``text``."""
+    hits = _detect_secrets_hits(text)
+    return hits[0][0] if hits else None
 
 
 _CARD_RE = re.compile(r"(?<![\d.])\d(?:[ -]?\d){12,18}(?![\d.])")
 
 
-def _has_card_number(text: str) -> bool:
-    """True if ``text`` holds a Luhn-valid 13-19 digit number (spaces/dashes allowed)."""
+def _card_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` holds Luhn-valid 13-19 digit numbers (spaces/dashes allowed)."""
+    spans = []
     for match in _CARD_RE.finditer(text):
         digits = re.sub(r"\D", "", match.group())
         if 13 <= len(digits) <= 19 and len(set(digits)) > 1 and luhn.is_valid(digits):
-            return True
-    return False
+            spans.append(match.span())
+    return spans
+
+
+def _has_card_number(text: str) -> bool:
+    """True if ``text`` holds a Luhn-valid 13-19 digit number (spaces/dashes allowed)."""
+    return bool(_card_spans(text))
 
 
 _TW_LETTER_CODES = dict(zip("ABCDEFGHJKLMNPQRSTUVXYWZIO", range(10, 36), strict=True))
@@ -221,17 +234,29 @@ def _has_iban(text: str) -> bool:
     return False
 
 
+_ID_RULES: tuple[tuple[str, re.Pattern[str], Callable[[str], bool]], ...] = (
+    ("national-id:cn.ric", _CN_RIC_RE, ric.is_valid),
+    ("national-id:tw", _TW_ID_RE, is_valid_tw_id),
+    ("national-id:us.ssn", _SSN_RE, ssn.is_valid),
+    ("iban", _IBAN_RE, _has_iban),
+)
+"""Identifier rules in the order they are named: a pattern, and its checksum check."""
+
+
+def _national_id_matches(text: str) -> list[tuple[str, tuple[int, int]]]:
+    """Every valid national ID or IBAN in ``text`` as (rule, span), rule by rule."""
+    return [
+        (rule, match.span())
+        for rule, pattern, valid in _ID_RULES
+        for match in pattern.finditer(text)
+        if valid(match.group())
+    ]
+
+
 def _national_id_rule(text: str) -> str | None:
     """Name the national ID (or IBAN) rule that matches ``text``, if any."""
-    if any(ric.is_valid(m.group()) for m in _CN_RIC_RE.finditer(text)):
-        return "national-id:cn.ric"
-    if any(is_valid_tw_id(m.group()) for m in _TW_ID_RE.finditer(text)):
-        return "national-id:tw"
-    if any(ssn.is_valid(m.group()) for m in _SSN_RE.finditer(text)):
-        return "national-id:us.ssn"
-    if _has_iban(text):
-        return "iban"
-    return None
+    matches = _national_id_matches(text)
+    return matches[0][0] if matches else None
 
 
 def _ascii_words(*words: str) -> str:
@@ -425,30 +450,14 @@ def _find_spans(text: str) -> list[tuple[int, int]] | None:
     normalised = _normalise(text)
     if len(folded) != len(text) or len(normalised) != len(text):
         return None if is_sensitive(text) else []
-    spans: list[tuple[int, int]] = []
-    from detect_secrets.core.scan import scan_line
-    from detect_secrets.settings import default_settings
-
-    mapping = _secret_type_to_plugin()
-    with _detect_secrets_lock, default_settings():
-        for line in folded.splitlines():
-            for secret in scan_line(line):
-                plugin_class = mapping.get(secret.type)
-                value = secret.secret_value
-                if plugin_class is None or not value or not _is_real_secret(plugin_class, value):
-                    continue
-                spans += [(m.start(), m.end()) for m in re.finditer(re.escape(value), folded)]
-    for match in _CARD_RE.finditer(folded):
-        digits = re.sub(r"\D", "", match.group())
-        if 13 <= len(digits) <= 19 and len(set(digits)) > 1 and luhn.is_valid(digits):
-            spans.append(match.span())
-    for pattern, valid in (
-        (_CN_RIC_RE, ric.is_valid),
-        (_TW_ID_RE, is_valid_tw_id),
-        (_SSN_RE, ssn.is_valid),
-    ):
-        spans += [m.span() for m in pattern.finditer(folded) if valid(m.group())]
-    spans += [m.span() for m in _IBAN_RE.finditer(folded) if _has_iban(m.group())]
+    spans: list[tuple[int, int]] = [
+        (m.start(), m.end())
+        for _, value in _detect_secrets_hits(folded)
+        if value
+        for m in re.finditer(re.escape(value), folded)
+    ]
+    spans += _card_spans(folded)
+    spans += [span for _, span in _national_id_matches(folded)]
     spans += [m.span() for m in _URL_CREDENTIALS_RE.finditer(folded)]
     for _, pattern in _KEYWORD_RULES:
         for match in pattern.finditer(normalised):
