@@ -328,18 +328,30 @@ def eval_agent(
     if as_json:
         _print_json({"memora": result})
         return
-    table = Table("test", "passed", "total", "pass rate", title=f"GoodAI LTM, {data.name}")
+    table = Table(
+        "test",
+        "total",
+        "passed by memory",
+        "passed by reply",
+        title=f"GoodAI LTM, {data.name} (offline model)",
+    )
     for name, row in result.items():
         if "skipped" in row:
-            table.add_row(name, "-", str(row["total"]), f"skipped: {row['skipped']}")
+            table.add_row(name, str(row["total"]), f"skipped: {row['skipped']}", "")
         else:
-            table.add_row(name, str(row["passed"]), str(row["total"]), f"{row['pass_rate']:.3f}")
+            table.add_row(
+                name,
+                str(row["total"]),
+                f"{row['passed']} ({row['pass_rate']:.3f})",
+                f"{row['reply_passed']} ({row['reply_pass_rate']:.3f})",
+            )
     console.print(table)
     for name, row in result.items():
         for failure in row.get("failures", []):
             console.print(f"[red]{name}/{failure['definition']}[/red]:", markup=True)
-            for reason in failure["reasons"]:
-                console.print(f"  - {reason}", markup=False, highlight=False)
+            for scored in ("memory", "reply"):
+                for reason in failure[scored]:
+                    console.print(f"  - {scored}: {reason}", markup=False, highlight=False)
 
 
 @eval_app.command("selection")

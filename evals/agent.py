@@ -2,19 +2,27 @@
 
 Each test definition (``{script[], is_question[], expected_responses[]}``) is one new
 user with one thread: every script line is sent as a user turn through the compiled
-graph (offline model, SQLite checkpoints, a temporary data dir), the question too,
-and then the memory the agent built is scored:
+graph (offline model, SQLite checkpoints, a temporary data dir), the question too.
+Each definition is scored twice:
 
-* Colours: the latest colour of the script is in an ACTIVE memory that the agent
+* by memory: what the agent built.
+  Colours: the latest colour of the script is in an ACTIVE memory that the agent
   retrieves for the question (``search`` with the question, and the turn's
   ``used_memory_ids``), and no other colour of the script is still ACTIVE.
-* NameList: the supersession chain (``history``) of the active name memory holds
+  NameList: the supersession chain (``history``) of the active name memory holds
   every name of the script.
-* Shopping: needs arithmetic over the history, so it is not scored offline; only
-  the definitions are counted.
+* by reply: what the user was told when asking the question.
+  Colours: the reply names the latest colour and no other colour of the script.
+  NameList: the reply names every name of the script.
 
-The definitions carry no filler text (``token_spacings`` / ``waits`` only say how
-much the original benchmark puts between lines), so no filler turns are sent.
+Shopping needs arithmetic over the history, so it is not scored offline; only the
+definitions are counted.
+
+These are nine short scripts per category, each a handful of template sentences
+("My favourite colour is X.", "Refer to me as X."): a smoke test of the whole
+agent, not a measure of long-term memory. The definitions carry no filler text
+(``token_spacings`` / ``waits`` only say how much the original benchmark puts
+between lines), so no filler turns are sent.
 """
 
 from __future__ import annotations
@@ -226,6 +234,31 @@ def score_names(played: Played, memora: Memora) -> list[str]:
     return _with_trace(reasons + _turn_problems(played), played, memora)
 
 
+def reply_problems(played: Played) -> list[str]:
+    """Why the reply to the definition's question falls short (empty when it answers).
+
+    Colours: the reply names the latest colour and no other colour of the script.
+    NameList: the reply names every expected name.
+    """
+    definition = played.definition
+    if not played.questions:
+        return ["the definition has no question"]
+    reply = str(played.questions[-1].values.get("reply") or "")
+    expected = [str(value) for value in definition.expected]
+    missing = [value for value in expected if not _mentions(reply, value)]
+    problems = [f"the reply does not name {missing}"] if missing else []
+    if definition.category == "Colours":
+        stated = {v for line in definition.statements for v in stated_values(line)}
+        wrong = sorted(
+            {v for v in stated if v.lower() not in {e.lower() for e in expected}}, key=str.lower
+        )
+        if named := [value for value in wrong if _mentions(reply, value)]:
+            problems.append(f"the reply also names earlier colours {named}")
+    if problems:
+        problems.append(f"it said: {reply!r}")
+    return problems
+
+
 def _with_trace(reasons: list[str], played: Played, memora: Memora) -> list[str]:
     """A failure's reasons followed by the write trace that explains them.
 
@@ -293,6 +326,28 @@ _SCORERS: dict[str, Callable[[Played, Memora], list[str]]] = {
 }
 
 
+def _score_category(played: list[Played], memora: Memora) -> dict[str, Any]:
+    """Memory and reply pass counts of one category, with each failure's reasons."""
+    failures = []
+    memory_passed = reply_passed = 0
+    for one in played:
+        memory = _SCORERS[one.definition.category](one, memora)
+        reply = reply_problems(one)
+        memory_passed += not memory
+        reply_passed += not reply
+        if memory or reply:
+            failures.append({"definition": one.definition.name, "memory": memory, "reply": reply})
+    total = len(played)
+    return {
+        "passed": memory_passed,
+        "pass_rate": memory_passed / total if total else 0.0,
+        "reply_passed": reply_passed,
+        "reply_pass_rate": reply_passed / total if total else 0.0,
+        "total": total,
+        "failures": failures,
+    }
+
+
 def run_agent(
     data: Path,
     progress: Callable[[int, int], None] | None = None,
@@ -306,7 +361,10 @@ def run_agent(
         data_dir: Where to keep the store and checkpoints (default: a temp dir).
 
     Returns:
-        ``{"Colours": {...}, "NameList": {...}, "Shopping": {"skipped", "total"}}``.
+        ``{"Colours": {...}, "NameList": {...}, "Shopping": {"skipped", "total"}}``; a
+        scored category has ``passed`` / ``pass_rate`` (by memory), ``reply_passed`` /
+        ``reply_pass_rate`` (by reply), ``total`` and ``failures`` (``definition``,
+        ``memory`` and ``reply`` reasons).
     """
     definitions = load_definitions(data)
     if not any(definitions.values()):
@@ -328,20 +386,10 @@ def run_agent(
         try:
             with open_agent(root) as agent:
                 for category in SCORED:
-                    failures = []
-                    for definition in definitions[category]:
-                        played = play(agent, memora, definition, tick)
-                        reasons = _SCORERS[category](played, memora)
-                        if reasons:
-                            failures.append({"definition": definition.name, "reasons": reasons})
-                    total = len(definitions[category])
-                    passed = total - len(failures)
-                    results[category] = {
-                        "pass_rate": passed / total if total else 0.0,
-                        "passed": passed,
-                        "total": total,
-                        "failures": failures,
-                    }
+                    results[category] = _score_category(
+                        [play(agent, memora, d, tick) for d in definitions[category]],
+                        memora,
+                    )
         finally:
             memora.close()
     results["Shopping"] = {"skipped": SHOPPING_SKIPPED, "total": len(definitions["Shopping"])}

@@ -284,13 +284,21 @@ def _agent_section(result: dict[str, Any]) -> list[str]:
     for name, suite in value.items():
         if isinstance(suite, dict):
             if "skipped" in suite:
-                rows.append([name, "skipped", suite.get("total", ""), suite["skipped"]])
+                rows.append([name, "skipped", "skipped", suite.get("total", ""), suite["skipped"]])
             else:
-                rows.append([name, suite.get("pass_rate", ""), suite.get("total", ""), ""])
+                rows.append(
+                    [
+                        name,
+                        suite.get("pass_rate", ""),
+                        suite.get("reply_pass_rate", ""),
+                        suite.get("total", ""),
+                        "",
+                    ]
+                )
     return [
         "## Whole agent (GoodAI scripts, offline model)",
         "",
-        _table(["test", "pass rate", "definitions", "note"], rows),
+        _table(["test", "pass rate by memory", "by reply", "definitions", "note"], rows),
         "",
     ]
 

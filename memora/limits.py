@@ -33,8 +33,9 @@ MAX_RESULT_CONTENT_CHARS = 500
 """Characters of one memory a search result shows the model (longer ones are cut)."""
 
 MAX_RESULT_TOTAL_CHARS = 2500
-"""Characters of memory content one search result holds in all: about 700 tokens, well inside
-the context reserved for one agent step (MEMORA_TOOL_STEP_TOKEN_RESERVE, 1600 by default)."""
+"""Characters of memory content one search result holds in all, as the model reads it (quoted:
+frames and datamarks included): about 700 tokens, well inside the context reserved for one
+agent step (MEMORA_TOOL_STEP_TOKEN_RESERVE, 1600 by default)."""
 
 MAX_USER_ID_CHARS = 256
 """Longest user id; a user id is 1..this many printable characters."""

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
+from importlib import resources
 from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -45,8 +47,12 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from memora.lexical import HAN_CHARS
+from memora.lexical import HAN_CHARS, tokenize
 from memora.limits import MAX_MEMORY_CHARS, MAX_MEMORY_ID_CHARS, MAX_QUERY_CHARS, MAX_REASON_CHARS
+from memora.spotlight import unquote
+
+RULES_FILE = "offline_model_rules.toml"
+"""The rules kept as data, beside this module, each with the examples it must (not) match."""
 
 OFFLINE_MARKER = "[offline model]"
 """Prefix of every reply, in every language: the user must see no real LLM answered."""
@@ -290,10 +296,17 @@ _RECALL_RE = _rx(
     r"|你(?:知道|了解)(?:关于)?我"
     r"|关于我你(?:知道|记得)(?:些)?什么"
 )
+_SAID_RE = _rx(
+    r"(?<![a-z])(?:did|have|had)\s+i\s+(?:ever\s+)?(?:say|said|tell|told|mention(?:ed)?"
+    r"|share(?:d)?)(?:\s+(?:to|with)?\s*you)?(?:\s+(?:that|before|earlier))*(?![a-z])"
+)
+"""How a question points at something the user said before ("what exam did I say ...")."""
+_FIRST_PERSON_RE = _rx(r"(?<![a-z])(?:i|i'm|i've|i'd|my|me|mine|myself)(?![a-z])|我(?!们)")
 _QUERY_NOISE = _rx(
-    r"(?<![a-z])(?:my|me|i|i'm|mine|myself|what|where|when|which|who|how|is|are|was|were"
-    r"|do|does|did|please|again|still|about|the)(?![a-z])"
-    r"|什么时候|何时|几时|什么|哪里|哪儿|哪些|哪个|哪|怎么样|怎么|如何|为什么|是不是"
+    r"(?<![a-z])(?:what's|who's|where's|when's|my|me|i|i'm|mine|myself|what|where|when|which"
+    r"|who|how|is|are|am|was|were|do|does|did|please|again|still|about|the|a|an)(?![a-z])"
+    r"|(?<![a-z])(?:for|to|in|at|on|with)(?=\s*[?.!]*\s*$)"
+    r"|什么时候|何时|几时|什么|哪里|哪儿|哪些|哪个|哪|怎么样|怎么|如何|为什么|是不是|是谁|谁"
     r"|以前|之前|过去|曾经|(?:吗|呢|嘛|么)(?=\s*[?？]?\s*$)|^我的|^我"
 )
 _CLAUSE_RE = _rx(r"[,，;；]")
@@ -304,12 +317,23 @@ _LEAD = (
 )
 _ROLE_NOUN = r"[a-z]+(?:er|or|ist|ian|ant|ent|eur)"
 _KIN = r"(?:dog|cat|pet|son|daughter|kid|child|children|brother|sister|wife|husband|partner)s?"
+_NOT_SUBJECTS = (
+    r"(?!(?:this|that|it|there|here|which|what|who|he|she|they|these|those|you|we|nothing"
+    r"|everything|something|anything|where|how|why|when|one|today|tomorrow|yesterday"
+    r"|tonight|now)(?![\w'-]))"
+)
+"""Words that open "X is my Y" without naming a value of the user's ("Today is my birthday")."""
+_FINITE = r"(?:is|are|was|were|has|have|had|changed|became|remains|stays)(?![a-z])"
+"""Verbs that state what something of the user's is; modals ("would be") state nothing yet."""
 _EN_STATEMENT_RE = _rx(
     _LEAD + r"(?:"
     r"i(?:'d|\s+would)?\s+(?:\w+ly\s+)?(?:prefer|like|love|enjoy|hate|dislike|adore)(?![a-z])"
     r"|i\s+(?:don't|do\s+not)\s+(?:like|enjoy|eat|drink|use)(?![a-z])"
     r"|my\s+(?!question|problem|point|issue|answer|guess|bad|apologies|pleasure)"
-    r"(?:[\w'-]+\s+){0,3}(?:is|are|was)(?![a-z])"
+    r"(?:[\w'-]+\s+){0,3}?"
+    + _FINITE
+    + r"|the\s+[\w'-]+(?:\s+[\w'-]+){0,2}\s+of\s+my\s+(?:[\w'-]+\s+){0,3}?(?:is|are|was)(?![a-z])"
+    r"|" + _NOT_SUBJECTS + r"[\w'-]+(?:\s+[\w'-]+){0,3}\s+(?:is|are|was)\s+my\s+[\w'-]+"
     r"|i\s+(?:\w+ly\s+)?(?:live|lived|grew\s+up|was\s+born|work|study|teach|use|speak|own|code"
     r"|write|develop)(?![a-z])"
     r"|i\s+have\s+(?:a|an|one|two|three|\d+)\s+" + _KIN + r"(?![a-z])"
@@ -350,108 +374,65 @@ _PAST_VERB_RE = _rx(
 _CLEAN_LEAD_RE = _rx(r"^(?:ok(?:ay)?|hi|hey|hello|好的?|嗨|哈啰|对了)[,，\s!！]*")
 
 
-# --------------------------------------------------------------------------- rephrasing
-#
-# Common English ways of stating a fact about oneself that the statement patterns
-# above do not read directly are first rewritten into their plain "my X is Y" form,
-# so that one fact said in different words becomes one memory phrased one way (and
-# a later value reconciles as an update of the earlier one).
-
-_NAME_VALUE = r"(?P<name>[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,2})"
-_END = r"\s*(?P<end>[.!]*)\s*$"
-_NOT_VALUES = (
-    r"(?!(?:this|that|it|there|here|which|what|who|he|she|they|these|those|you|we|nothing"
-    r"|everything|something|anything|where|how|why|when|one|today|tomorrow|yesterday"
-    r"|tonight|now)(?![\w'-]))"
-)
-_NAMING_RES = [
-    # "call me X", "please refer to me as X", "start calling me by my name, which is X"
-    _rx(
-        r"^(?:please\s+|(?:you\s+)?(?:can|could|may|should)\s+(?:you\s+)?|(?:start|begin)\s+)*"
-        r"(?:call(?:ing)?|refer(?:ring)?\s+to|address(?:ing)?)\s+me(?:\s+as)?"
-        r"(?:\s+by\s+my\s+(?:new\s+)?name(?:\s*,?\s*which\s+is)?)?(?:\s+from\s+now\s+on)?"
-        r"\s+" + _NAME_VALUE + r"(?:\s+from\s+now\s+on|\s+please)?" + _END
-    ),
-    # "I go by X", "I'm called X", "people call me X", "I changed my name to X"
-    _rx(
-        r"^(?:i\s+go\s+by(?:\s+the\s+name(?:\s+of)?)?|i(?:'m|\s+am)\s+(?:called|named)"
-        r"|(?:people|everyone|everybody|my\s+friends)\s+call\s+me"
-        r"|i(?:'ve|\s+have)?\s+changed\s+my\s+name\s+to)\s+" + _NAME_VALUE + _END
-    ),
-    # "X is what I am called", "X is what people call me"
-    _rx(
-        r"^" + _NAME_VALUE + r"\s+is\s+what\s+(?:i(?:'m|\s+am)\s+called"
-        r"|(?:people|everyone|everybody|my\s+friends|you\s+(?:can|should))\s+call\s+me)" + _END
-    ),
-]
-# "the name of my dog is Rex" -> "my dog's name is Rex"
-_OF_MY_RE = _rx(
-    r"^the\s+(?P<attr>[a-z]+)\s+of\s+my\s+(?P<owner>[\w-]+(?:\s+[\w-]+){0,2})\s+"
-    r"(?P<verb>is|are|was)\s+(?P<value>\S.*?)" + _END
-)
-# "White is my favourite colour" -> "my favourite colour is White"
-_INVERTED_RE = _rx(
-    r"^" + _NOT_VALUES + r"(?P<value>[\w'-]+(?:\s+[\w'-]+){0,3})\s+(?P<verb>is|are)\s+"
-    r"(?P<slot>my\s+[\w'-]+(?:\s+[\w'-]+){0,3})" + _END
-)
-# "my X could be described as Y", "my X has changed to Y" -> "my X is Y"
-_MY_COPULA_RE = _rx(
-    r"^(?P<slot>my\s+[\w'-]+(?:\s+[\w'-]+){0,3}?)\s+"
-    r"(?:(?:could|can|would|might|may)\s+(?:best\s+)?be\s+(?:(?:described|summed\s+up"
-    r"|characteri[sz]ed)\s+as|called)|(?:is|are)\s+(?:best\s+)?(?:described|characteri[sz]ed)\s+as"
-    r"|(?:has|have)\s+(?:now\s+)?(?:changed|switched)\s+to"
-    r"|(?:now\s+)?(?:changed|switched)\s+to|(?:has|have)\s+(?:now\s+)?become)"
-    r"\s+(?P<value>\S.*?)" + _END
-)
+# --------------------------------------------------------------------------- rules as data
 
 
-def _compose(text: _Text, match: re.Match[str], parts: Sequence[str]) -> _Text:
-    """Join pieces into a new sentence: ``@group`` takes the user's words, else a literal."""
-    original, norm = [], []
-    for part in parts:
-        if part.startswith("@"):
-            piece = text.slice(*match.span(part[1:]))
-            original.append(piece.original)
-            norm.append(piece.norm)
-        else:
-            original.append(part)
-            norm.append(part.lower())
-    return _Text("".join(original), "".join(norm))
+@cache
+def _rule(name: str) -> re.Pattern[str]:
+    """One rule of ``offline_model_rules.toml``: its patterns joined into one regex."""
+    with resources.files("memora").joinpath(RULES_FILE).open("rb") as handle:
+        rule = tomllib.load(handle)[name]
+    return _rx("|".join(f"(?:{pattern})" for pattern in rule["patterns"]))
 
 
-def _capitalised(text: _Text, match: re.Match[str], group: str) -> bool:
-    """Whether the user wrote that group with a capital, as names are written."""
-    return text.original[match.start(group) : match.end(group)][:1].isupper()
+_CAPITALISED_RE = re.compile(r"(?<![\w'-])[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2}")
+_PRONOUNS = frozenset({"i", "i'm", "i've", "i'd", "i'll", "my", "me", "mine"})
 
 
-def _plain_statement(sentence: _Text) -> _Text:
-    """``sentence`` rewritten into the plain first-person form, or unchanged.
+def _stated_name(sentence: _Text) -> str | None:
+    """The name a sentence gives the user (rule ``naming``), or None.
 
-    Only rewrites that keep the meaning: naming idioms ("call me X", "X is what I am
-    called") become "my name is X" (X must be capitalised, as a name is), an
-    inverted copula ("X is my Y") is turned around, hedges and change verbs on
-    "my X" ("could be described as", "has changed to") become "is", and "the A of
-    my B is C" becomes "my B's A is C" (but "the name of my hometown is Porto" becomes
-    "my hometown is Porto": only a pet's or a relative's name stays a name).
+    The name is the first capitalised run that does not open the sentence, or the
+    opening word itself when "is" follows it ("Abigail is my name").
     """
     text = sentence.strip()
     if lead := re.match(_LEAD, text.norm):
         text = text.slice(lead.end())
-    for pattern in _NAMING_RES:
-        if (match := pattern.match(text.norm)) and _capitalised(text, match, "name"):
-            return _compose(text, match, ["My name is ", "@name", "."])
-    if (match := _OF_MY_RE.match(text.norm)) and (
-        match.group("attr") != "name" or re.search(_KIN + "$", match.group("owner"))
-    ):
-        parts = ["my ", "@owner", "'s ", "@attr", " ", "@verb", " ", "@value", "."]
-        text = _compose(text, match, parts)
-    elif match:  # "the name of my hometown is Porto": the hometown is Porto
-        text = _compose(text, match, ["my ", "@owner", " ", "@verb", " ", "@value", "."])
-    elif match := _INVERTED_RE.match(text.norm):
-        text = _compose(text, match, ["@slot", " ", "@verb", " ", "@value", "."])
-    if match := _MY_COPULA_RE.match(text.norm):
-        text = _compose(text, match, ["@slot", " is ", "@value", "."])
-    return text if text.norm != sentence.strip().norm else sentence
+    if not _rule("naming").search(text.norm):
+        return None
+    for match in _CAPITALISED_RE.finditer(text.original):
+        words = match.group().split()
+        if match.start() == 0 and not re.match(r"\s+is(?![\w'-])", text.original[match.end() :]):
+            words = words[1:]  # capitalised because it opens the sentence
+        words = [word for word in words if word.lower() not in _PRONOUNS]
+        if words:
+            return " ".join(words)
+    return None
+
+
+_INVERTED_RE = _rx(
+    r"^" + _NOT_SUBJECTS + r"(?P<value>[\w'-]+(?:\s+[\w'-]+){0,3})\s+(?P<verb>is|are)\s+"
+    r"(?P<slot>my\s+[\w'-]+(?:\s+[\w'-]+){0,3})\s*[.!]*\s*$"
+)
+"""An inverted copula, "Bach is my favourite composer": said again as "my ... is Bach"."""
+
+
+def _statement_form(sentence: _Text) -> _Text:
+    """One fact, one phrasing, so a later value reconciles as an update of the earlier one.
+
+    A sentence naming the user becomes "My name is NAME."; an inverted copula ("Bach
+    is my favourite composer") is turned around ("my favourite composer is Bach");
+    any other sentence stays as it is.
+    """
+    if name := _stated_name(sentence):
+        return _Text.of(f"My name is {name}.")
+    text = sentence.strip()
+    if lead := re.match(_LEAD, text.norm):
+        text = text.slice(lead.end())
+    if match := _INVERTED_RE.match(text.norm):
+        part = {g: text.slice(*match.span(g)).original for g in ("value", "verb", "slot")}
+        return _Text.of(f"{part['slot']} {part['verb']} {part['value']}.")
+    return sentence
 
 
 def _first_match(text: _Text, pattern: re.Pattern[str]) -> re.Match[str] | None:
@@ -525,12 +506,33 @@ def _classify(message: str) -> _Intent:
         return _Intent("recall", text=_topic_query(_without(text, match), _QUERY_NOISE))
     if match := _first_match(text, _REMEMBER_RE):
         return _remember_intent(_without(text, match), "explicit_request")
-    plain = (_plain_statement(s) for s in _sentences(text) if not _is_question(s))
+    if question := _first_person_question(text):
+        topic = _topic_query(question.cut(_SAID_RE), _QUERY_NOISE)
+        return _Intent("recall", text=topic)
+    plain = (_statement_form(s) for s in _sentences(text) if not _is_question(s))
     statements = [s for s in plain if _is_statement(s)]
     if statements:
         content = " ".join(s.original.strip() for s in statements)
         return _remember_intent(_Text.of(content), "useful_future_context")
     return _Intent("chat")
+
+
+def _first_person_question(text: _Text) -> _Text | None:
+    """The first question about the user's own facts ("who is my favourite composer?").
+
+    A question that mentions the user and does not ask for help or advice (rule
+    ``help_request``: "how do I ...", "can you help me ...") can only be answered from
+    what the user said before, so it is answered from memory.
+    """
+    for sentence in _sentences(text):
+        norm = sentence.norm.strip()
+        if (
+            _is_question(sentence)
+            and _FIRST_PERSON_RE.search(norm)
+            and not _rule("help_request").search(norm)
+        ):
+            return sentence
+    return None
 
 
 def _is_forget(text: _Text, match: re.Match[str]) -> bool:
@@ -605,11 +607,32 @@ def _english_subject(match: re.Match[str]) -> str:
     return f"{lead}The user {adverb}{_conjugate(match.group('verb'))}"
 
 
+_EN_FIRST_MENTION = [
+    (re.compile(r"\bmy\b", re.IGNORECASE), "the user's"),
+    (re.compile(r"\bI'm\b|\bI am\b", re.IGNORECASE), "the user is"),
+    (re.compile(r"\bme\b", re.IGNORECASE), "the user"),
+    (re.compile(r"\bI\b"), "the user"),
+]
+"""A first person that does not open the sentence ("White is my favourite colour")."""
+
+
+def _third_person(text: str) -> str:
+    """The first first-person word as "the user", later ones as they/them/their."""
+    found = [(m.start(), m.end(), r) for p, r in _EN_FIRST_MENTION if (m := p.search(text))]
+    if not found:
+        return text
+    start, end, replacement = min(found)
+    rest = text[end:]
+    for pattern, pronoun in _EN_OBJECT_WORDS:
+        rest = pattern.sub(pronoun, rest)
+    return text[:start] + replacement + rest
+
+
 def _english_memory(text: str) -> str:
     """Rewrite a first-person English fact as "The user ..."; other text stays as is."""
     match = _EN_SUBJECT_RE.match(text)
     if match is None:
-        return text
+        return _third_person(text)
     rest = text[match.end() :]
     for pattern, replacement in _EN_OBJECT_WORDS:
         rest = pattern.sub(replacement, rest)
@@ -733,7 +756,7 @@ _REJECTION_TEXT: dict[str, tuple[str, str]] = {
 
 
 def _quote_list(memories: list[dict[str, Any]]) -> str:
-    return "\n".join(f'- "{m.get("content", "")}"' for m in memories if isinstance(m, dict))
+    return "\n".join(f'- "{unquote(str(m.get("content", "")))}"' for m in memories)
 
 
 def _capabilities(lang: _Lang) -> str:
@@ -769,9 +792,45 @@ def _unavailable(tool: str, lang: _Lang) -> str:
     )
 
 
+_ANSWER_COVERAGE = 0.6
+"""Share of a question's terms a memory must contain to be quoted as its answer."""
+_MAX_QUOTED = 3
+
+
+def _answers(memories: list[dict[str, Any]], topic: str) -> list[dict[str, Any]]:
+    """The memories that answer a question about ``topic``, best first (at most three).
+
+    A memory answers when it holds most of the topic's terms (stems, and Chinese
+    characters and character pairs): "dog's name" is answered by "The user's dog's
+    name is Rex", not by a memory about a cat.
+    """
+    wanted = set(tokenize(topic))
+    if not wanted:
+        return memories[:_MAX_QUOTED]
+    found = []
+    for memory in memories:
+        terms = set(tokenize(unquote(str(memory.get("content", "")))))
+        if len(wanted & terms) >= _ANSWER_COVERAGE * len(wanted):
+            found.append(memory)
+    return found[:_MAX_QUOTED]
+
+
+def _describe_recall(memories: list[dict[str, Any]], topic: str, lang: _Lang) -> str:
+    """Quote what answers the user's question, or say plainly that nothing does."""
+    answers = _answers(memories, topic)
+    if answers:
+        return lang.say("From what you told me:\n", "根據你之前告訴我的：\n") + _quote_list(answers)
+    return lang.say(
+        f'I found nothing in your memory about "{topic}". The closest memories I have:\n',
+        f"我的記憶中沒有關於「{topic}」的內容。最接近的是：\n",
+    ) + _quote_list(memories[:_MAX_QUOTED])
+
+
 def _describe_search(step: _Step, intent: _Intent, lang: _Lang) -> str:
     memories = [m for m in step.result.get("memories") or [] if isinstance(m, dict)]
     query = str(step.args.get("query", ""))
+    if memories and intent.kind == "recall" and intent.text:
+        return _describe_recall(memories, intent.text, lang)
     if memories:
         return lang.say("Here is what I found in your memory:\n", "我在你的記憶中找到：\n") + (
             _quote_list(memories)
@@ -810,7 +869,7 @@ def _describe_remember(step: _Step, lang: _Lang) -> str:
 
 def _describe_forget(step: _Step, lang: _Lang) -> str:
     if step.result.get("status") == "pending_approval":
-        preview = str(step.result.get("preview", ""))
+        preview = unquote(str(step.result.get("preview", "")))
         return lang.say(
             f'I found this memory: "{preview}". I asked to delete it, but confirmation is '
             "still required: nothing is deleted until you approve.",

@@ -11,6 +11,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from memora.prompts import MESSAGE_CUT_NOTE, MESSAGE_CUT_REPLY, model_background
+from memora.spotlight import DataFrame
 from nodes.common import (
     current_turn_start,
     library,
@@ -80,7 +81,7 @@ def _cut_to_fit(current: list[AnyMessage], room: int) -> _Cut | None:
 
 
 def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Reset the turn and choose which earlier turns fit the token budget.
+    """Reset the turn, draw its data frame, and choose which earlier turns fit the budget.
 
     Background (system prompt, profile, summary) and the agent loop's reserve
     (TOOL_STEP_TOKEN_RESERVE x MAX_AGENT_STEPS) come off the budget first;
@@ -99,7 +100,8 @@ def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             "refused_user_id": user_id,
         }
     memora = library(runtime)
-    background = model_background(memora.get_profile(user_id), state.summary)
+    frame = DataFrame.new()
+    background = model_background(memora.get_profile(user_id), state.summary, frame)
     room = (
         memora.settings.context_token_budget
         - memora.settings.tool_step_token_reserve * step_limit(runtime)
@@ -121,6 +123,7 @@ def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     newly_dropped = turns[state.summarised_turns : dropped]
     return {
         **fresh_turn(),
+        "data_frame_id": frame.frame_id,
         **({"messages": [cut.message], "cut_note": cut.note} if cut is not None else {}),
         "owner_user_id": user_id,
         "summary": _summarise(newly_dropped, state.summary) if newly_dropped else state.summary,

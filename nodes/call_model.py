@@ -13,6 +13,7 @@ from memora.prompts import model_background
 from memora.tools import tool_schemas
 from nodes.common import (
     current_turn_start,
+    data_frame,
     library,
     owned_user_id,
     requested_calls,
@@ -27,7 +28,8 @@ logger = logging.getLogger(__name__)
 
 def model_input(state: State, runtime: Runtime[Context] | None, user_id: str) -> list[AnyMessage]:
     """Background, the earlier turns that fit, and this turn's messages."""
-    background = model_background(library(runtime).get_profile(user_id), state.summary)
+    profile = library(runtime).get_profile(user_id)
+    background = model_background(profile, state.summary, data_frame(state))
     keep = set(state.context_message_ids)
     start = current_turn_start(state.messages)
     history = [m for m in state.messages[:start] if m.id in keep]

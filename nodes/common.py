@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -12,6 +13,7 @@ from langgraph.runtime import Runtime
 from memora.api import Memora, shared_memora
 from memora.config import Settings, get_settings
 from memora.identity import VERIFIED_PERMISSION
+from memora.spotlight import DataFrame
 from memora.validation import validate_user_id
 from nodes.state import Context, State
 
@@ -122,6 +124,19 @@ def current_turn_start(messages: list[AnyMessage]) -> int:
         if isinstance(messages[index], HumanMessage):
             return index
     return len(messages)
+
+
+def data_frame(state: State) -> DataFrame:
+    """The frame this turn quotes stored text in (drawn by assemble_context).
+
+    A state without one (a checkpoint written before frames existed) gets a frame
+    derived from the turn's user message id, so every node of the turn agrees on it.
+    """
+    if state.data_frame_id:
+        return DataFrame(state.data_frame_id)
+    start = current_turn_start(state.messages)
+    anchor = state.messages[start].id if start < len(state.messages) else None
+    return DataFrame(hashlib.sha256(str(anchor).encode()).hexdigest()[:8])
 
 
 def last_ai_message(messages: list[AnyMessage]) -> AIMessage | None:

@@ -15,6 +15,7 @@ from memora.tools import ToolContext, dispatch
 from nodes.common import (
     current_thread_id,
     current_turn_start,
+    data_frame,
     last_ai_message,
     library,
     owned_user_id,
@@ -48,6 +49,7 @@ def execute_tool(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         now=utcnow(),
         retrieval_limit=run.retrieval_limit,
         retrieval_min_score=run.retrieval_min_score,
+        frame=data_frame(state),
     )
     update: dict[str, Any] = {"tool_steps": state.tool_steps + 1}
     try:

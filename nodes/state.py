@@ -144,6 +144,8 @@ class Turn(TurnResult):
     """Told to the user when their message was cut to fit the context budget."""
     error: str = ""
     """Detail of an api_error or tool_error, for logs and --verbose."""
+    data_frame_id: str = ""
+    """The random code of this turn's quoted-data frames (memora.spotlight), set at its start."""
 
 
 def fresh_turn() -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from memora.prompts import (
     ONE_TOOL_OBSERVATION,
     STEP_LIMIT_OBSERVATION,
 )
+from memora.spotlight import unquote
 from tests.integration.fake_openai import (
     FakeOpenAI,
     empty,
@@ -195,7 +197,15 @@ def test_search_then_answer_touches_used_memory(server: FakeOpenAI, graph: Any) 
     payload = _observation(observation)
     assert payload["ok"] is True
     assert [m["memory_id"] for m in payload["result"]["memories"]] == [memory_id]
-    assert payload["result"]["memories"][0]["content"] == "I play tennis every Sunday morning"
+    # The memory reaches the model quoted in this turn's frame, whose code the system
+    # prompt of the same request announces.
+    content = payload["result"]["memories"][0]["content"]
+    assert unquote(content) == "I play tennis every Sunday morning"
+    (frame_id,) = re.findall(r"\u27e6data ([0-9a-f]+)\u27e7", content)
+    system = server.requests[1]["messages"][0]["content"]
+    assert f"\u27e6/data {frame_id}\u27e7" in system
+    marked = "IˆplayˆtennisˆeveryˆSundayˆmorning"
+    assert content == f"\u27e6data {frame_id}\u27e7{marked}\u27e6/data {frame_id}\u27e7"
     touched = shared_memora().get(USER, memory_id)
     assert touched is not None and touched.access_count == 1
     assert shared_memora().list(USER) == [touched]  # searching stored nothing new

@@ -39,19 +39,19 @@ def _definition(folder: Path, name: str, script: list[str], expected: list[Any])
 def bench(tmp_path: Path) -> Path:
     root = tmp_path / "goodai_ltm"
     colours, names = root / "Colours", root / "NameList"
-    # The colour changes three times, in three phrasings; the latest one wins.
+    # The colour changes twice, in two phrasings; the latest one wins, in memory and reply.
     _definition(
         colours,
         "changes",
         [
             "My favourite colour is Red.",
             "Green is my favourite colour.",
-            "My favourite colour could be described as Orange.",
+            "My favourite colour is Orange.",
             COLOUR_QUESTION,
         ],
         ["Orange"],
     )
-    # Must fail: the expected colour was never stated, and Red stays active.
+    # Must fail both ways: the expected colour was never stated, and Red stays active.
     _definition(colours, "never_stated", ["My favourite colour is Red.", COLOUR_QUESTION], ["Teal"])
     _definition(
         names,
@@ -59,7 +59,7 @@ def bench(tmp_path: Path) -> Path:
         [
             "Call me Peter.",
             "My name is Paul.",
-            "Robert is what people call me.",
+            "Everyone knows me as Robert.",
             "I go by Patrick.",
             NAME_QUESTION,
         ],
@@ -81,7 +81,12 @@ def bench(tmp_path: Path) -> Path:
     return root
 
 
-def test_eval_agent_scores_colours_and_names(bench: Path, tmp_path: Path) -> None:
+def _failure(result: dict[str, Any], name: str) -> dict[str, Any]:
+    [failure] = [f for f in result["failures"] if f["definition"] == name]
+    return failure
+
+
+def test_eval_agent_scores_memory_and_reply(bench: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORA_", "OPENAI_"))}
     env["MEMORA_DATA_DIR"] = str(tmp_path / "data")
     proc = subprocess.run(
@@ -97,15 +102,22 @@ def test_eval_agent_scores_colours_and_names(bench: Path, tmp_path: Path) -> Non
 
     colours = result["Colours"]
     assert (colours["passed"], colours["total"], colours["pass_rate"]) == (1, 2, 0.5)
-    [failure] = colours["failures"]
-    assert failure["definition"] == "never_stated"
-    assert any("latest colour 'Teal'" in reason for reason in failure["reasons"])
+    assert (colours["reply_passed"], colours["reply_pass_rate"]) == (1, 0.5)
+    assert [f["definition"] for f in colours["failures"]] == ["never_stated"]
+    failure = _failure(colours, "never_stated")
+    assert any("latest colour 'Teal'" in reason for reason in failure["memory"])
+    assert failure["reply"][0] == "the reply does not name ['Teal']"
 
     names = result["NameList"]
     assert (names["passed"], names["total"]) == (1, 2)
-    [failure] = names["failures"]
-    assert failure["definition"] == "missing_name"
-    assert any("['Zed']" in reason for reason in failure["reasons"])
+    assert any("['Zed']" in reason for reason in _failure(names, "missing_name")["memory"])
+    # The name memory's history holds all four names, but search shows only the current
+    # one, so the reply cannot list them: memory passes, the reply fails.
+    four = _failure(names, "four_names")
+    assert four["memory"] == []
+    assert four["reply"][0] == "the reply does not name ['Peter', 'Paul', 'Robert']"
+    assert "Patrick" in four["reply"][-1]
+    assert names["reply_passed"] == 0
 
     assert result["Shopping"] == {
         "skipped": "needs a real model: arithmetic over the shopping history",
@@ -116,18 +128,21 @@ def test_eval_agent_scores_colours_and_names(bench: Path, tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("message", "content"),
     [
-        ("White is my favourite colour.", "The user's favourite colour is White."),
-        ("My favourite colour could be described as Teal.", "The user's favourite colour is Teal."),
-        ("The name of my favourite colour is Red.", "The user's favourite colour is Red."),
-        ("The name of my dog is Rex.", "The user's dog's name is Rex."),
+        ("Bach is my favourite composer.", "The user's favourite composer is Bach."),
+        ("Please call me Ann.", "The user's name is Ann."),
+        ("Everyone knows me as Sam.", "The user's name is Sam."),
+        ("You can address me as Dr Lee.", "The user's name is Dr Lee."),
         ("My name has changed to Ann.", "The user's name is Ann."),
-        ("Refer to me as Gary.", "The user's name is Gary."),
-        ("Start calling me by my name which is Joe.", "The user's name is Joe."),
-        ("Bo is what I am called.", "The user's name is Bo."),
         ("Hi, I go by Kim.", "The user's name is Kim."),
+        ("Tokyo is my home town.", "The user's home town is Tokyo."),
+        ("The colour of my car is red.", "The colour of the user's car is red."),
+        (
+            "My favourite tea has changed to oolong.",
+            "The user's favourite tea has changed to oolong.",
+        ),
     ],
 )
-def test_offline_model_reads_rephrased_statements(message: str, content: str) -> None:
+def test_offline_model_reads_statements_in_several_phrasings(message: str, content: str) -> None:
     from memora.offline_model import OfflineChatModel
     from memora.tools import tool_schemas
 
@@ -139,7 +154,14 @@ def test_offline_model_reads_rephrased_statements(message: str, content: str) ->
 
 @pytest.mark.parametrize(
     "message",
-    ["Call me tomorrow.", "This is my house.", "Today is my birthday.", "My car would be nice."],
+    [
+        "Call me tomorrow.",
+        "This is my house.",
+        "Today is my birthday.",
+        "My car would be nice.",
+        # A hedge states no value yet.
+        "My favourite colour could be described as teal.",
+    ],
 )
 def test_offline_model_does_not_misread_look_alikes(message: str) -> None:
     from memora.offline_model import OfflineChatModel
@@ -147,3 +169,13 @@ def test_offline_model_does_not_misread_look_alikes(message: str) -> None:
 
     reply = OfflineChatModel().bind_tools(tool_schemas()).invoke(message)
     assert reply.tool_calls == []
+
+
+def test_a_name_given_to_someone_else_is_not_the_users() -> None:
+    from memora.offline_model import OfflineChatModel
+    from memora.tools import tool_schemas
+
+    model = OfflineChatModel().bind_tools(tool_schemas())
+    for message in ("I named my dog Rex.", "My dog's name is Rex."):
+        calls = model.invoke(message).tool_calls
+        assert all("The user's name" not in c["args"].get("content", "") for c in calls), message

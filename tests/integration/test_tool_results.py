@@ -9,6 +9,7 @@ from memora.api import Memora
 from memora.config import load_settings
 from memora.limits import MAX_RESULT_CONTENT_CHARS, MAX_RESULT_TOTAL_CHARS
 from memora.models import MemorySource, MemoryUnit, utcnow
+from memora.spotlight import unquote
 from memora.tools import ToolContext, dispatch
 
 
@@ -33,9 +34,10 @@ def test_no_stored_memory_can_blow_the_context(tmp_path: Path) -> None:
     assert outcome.ok and outcome.result is not None
     shown = json.loads(outcome.observation)["result"]["memories"]
     assert len(shown) >= 2
-    assert max(len(m["content"]) for m in shown) <= MAX_RESULT_CONTENT_CHARS
-    assert sum(len(m["content"]) for m in shown) <= MAX_RESULT_TOTAL_CHARS
+    assert max(len(unquote(m["content"])) for m in shown) <= MAX_RESULT_CONTENT_CHARS
+    assert sum(len(m["content"]) for m in shown) <= MAX_RESULT_TOTAL_CHARS  # quoted, as read
     assert len(outcome.observation) < MAX_RESULT_TOTAL_CHARS + 200 * len(shown)
-    assert any(m["content"].endswith("…") for m in shown)
+    assert any(unquote(m["content"]).endswith("…") for m in shown)
+    assert unquote(shown[0]["content"]).startswith(("My garden journal: tomatoes", "Garden note"))
     assert outcome.result.used_memory_ids == [m["memory_id"] for m in shown]
     memora.close()
