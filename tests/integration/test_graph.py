@@ -265,3 +265,64 @@ def test_crash_between_approval_and_delete_keeps_the_approval(
     assert retried["deleted_memory_ids"] == []  # already gone: nothing deleted twice
     assert "Memory deleted" in retried["reply"]
     assert _store().get("alice", memory_id) is None
+
+
+FIRST_PERSON_FACTS = [
+    "I am preparing for the IELTS exam.",
+    "My favourite composer is Bach.",
+    "My dog's name is Rex.",
+    "我在準備托福考試。",
+    "我最喜歡的作曲家是蕭邦。",
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "not_in_answer"),
+    [
+        ("What exam did I say I am preparing for?", "IELTS", ["Bach", "托福"]),
+        ("Who is my favourite composer?", "Bach", ["IELTS", "蕭邦"]),
+        ("What's my dog's name?", "Rex", ["Bach", "IELTS"]),
+        ("我之前說過我在準備什麼考試？", "托福", ["蕭邦", "Bach"]),
+        ("我最喜歡的作曲家是誰？", "蕭邦", ["托福", "Rex"]),
+    ],
+)
+def test_first_person_questions_are_answered_from_memory(
+    agent: Any, question: str, answer: str, not_in_answer: list[str]
+) -> None:
+    for number, fact in enumerate(FIRST_PERSON_FACTS):
+        stated = _turn(agent, f"facts-{number}", fact)
+        assert [o["accepted"] for o in stated["commit_outcomes"]] == [True], fact
+    result = _turn(agent, "question", question)
+    assert result["stop_reason"] == "final_answer"
+    assert _tool_names(result) == ["search_memory"]
+    reply = result["reply"]
+    assert reply.startswith("[offline model] ")
+    assert answer in reply
+    assert not [word for word in not_in_answer if word in reply], reply
+    assert "\u27e6" not in reply and "ˆ" not in reply  # quoted for a person: no frame, no marks
+    [holder] = [m.id for m in _store().list("alice") if answer in m.content]
+    assert holder in result["used_memory_ids"]
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What is my cat's name?", 'I found nothing in your memory about "cat\'s name".'),
+        ("我的貓叫什麼名字？", "我的記憶中沒有關於「貓叫名字」的內容。"),
+    ],
+)
+def test_a_first_person_question_memory_cannot_answer_says_so(
+    agent: Any, question: str, expected: str
+) -> None:
+    _turn(agent, "facts", "My dog's name is Rex.")
+    result = _turn(agent, "question", question)
+    assert _tool_names(result) == ["search_memory"]
+    assert expected in result["reply"]
+
+
+def test_a_first_person_question_with_an_empty_memory_says_nothing_was_found(agent: Any) -> None:
+    result = _turn(agent, "question", "Who is my favourite composer?")
+    assert _tool_names(result) == ["search_memory"]
+    assert result["reply"] == (
+        '[offline model] I could not find anything in your memory about "favourite composer".'
+    )

@@ -7,6 +7,7 @@ test drives the model the way the graph does: one call, one observation, one cal
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -538,3 +539,68 @@ def test_identity_and_usage(model: Any) -> None:
     usage = reply.usage_metadata
     assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
     assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+
+
+def _rules_file() -> dict[str, Any]:
+    import tomllib
+    from importlib import resources
+
+    from memora.offline_model import RULES_FILE
+
+    return tomllib.loads(resources.files("memora").joinpath(RULES_FILE).read_text("utf-8"))
+
+
+def test_every_naming_example_holds(model: Any) -> None:
+    rule = _rules_file()["naming"]
+    assert rule["matches"] and rule["not_matches"]
+    named = re.compile(r"^The user's name is [A-Z][\w'-]*(?: [A-Z][\w'-]*)*\.$")
+    for example in rule["matches"]:
+        [call] = model.invoke(example).tool_calls
+        assert named.match(call["args"]["content"]), (example, call["args"])
+    for example in rule["not_matches"]:
+        calls = model.invoke(example).tool_calls
+        assert not [c for c in calls if named.match(c["args"].get("content", ""))], example
+
+
+def test_every_help_request_example_holds(model: Any) -> None:
+    rule = _rules_file()["help_request"]
+    assert rule["matches"] and rule["not_matches"]
+    for example in rule["matches"]:
+        # Asking for help is not a question about the user's past: no memory search.
+        assert model.invoke(example).tool_calls == [], example
+    for example in rule["not_matches"]:
+        [call] = model.invoke(example).tool_calls
+        assert call["name"] == "search_memory", example
+
+
+@pytest.mark.parametrize(
+    ("question", "query"),
+    [
+        ("What exam did I say I am preparing for?", "exam preparing"),
+        ("Who is my favourite composer?", "favourite composer"),
+        ("What's my dog's name?", "dog's name"),
+        ("Where do I work?", "work"),
+        ("我之前說過我在準備什麼考試？", "在準備考試"),
+        ("我最喜歡的作曲家是誰？", "最喜歡的作曲家"),
+    ],
+)
+def test_first_person_questions_search_for_their_topic(
+    model: Any, question: str, query: str
+) -> None:
+    [call] = model.invoke(question).tool_calls
+    assert (call["name"], call["args"]) == ("search_memory", {"query": query})
+
+
+def test_a_recall_answer_quotes_only_what_answers_the_question(model: Any) -> None:
+    human = HumanMessage("Who is my favourite composer?")
+    call_message = step(model, [human])
+    found = search_result(
+        "\u27e6data 1234abcd\u27e7The\u02c6user's\u02c6dog's\u02c6name\u02c6is\u02c6Rex."
+        "\u27e6/data 1234abcd\u27e7",
+        "\u27e6data 1234abcd\u27e7The\u02c6user's\u02c6favourite\u02c6composer\u02c6is"
+        "\u02c6Bach.\u27e6/data 1234abcd\u27e7",
+    )
+    final = step(model, [human, call_message, observe(call_message, found)])
+    assert final.text == (
+        f'{OFFLINE_MARKER} From what you told me:\n- "The user\'s favourite composer is Bach."'
+    )
