@@ -251,6 +251,29 @@ class Mem0System:
 # -- LangGraph store (LangMem's search) ----------------------------------------
 
 
+def unique_text_batches(items: Sequence[Item], size: int) -> list[list[Item]]:
+    """``items`` in order, in batches of at most ``size`` where no text repeats.
+
+    ``InMemoryStore.batch`` embeds each distinct text once but then pairs the
+    embeddings with every item, so a batch holding one text twice fails with
+    "Number of embeddings (N) does not match number of indices (N+1)" (langgraph
+    issue 8822, still open; langgraph-checkpoint 4.3.2 has it). Conversations repeat short turns
+    ("Ana: Sounds great!"), so a repeated text starts a new batch.
+    """
+    batches: list[list[Item]] = []
+    current: list[Item] = []
+    texts: set[str] = set()
+    for item in items:
+        if item.text in texts or len(current) == size:
+            batches.append(current)
+            current, texts = [], set()
+        current.append(item)
+        texts.add(item.text)
+    if current:
+        batches.append(current)
+    return batches
+
+
 class LangGraphStoreSystem:
     """LangGraph's ``InMemoryStore`` with a vector index, searched as LangMem does.
 
@@ -280,7 +303,7 @@ class LangGraphStoreSystem:
         from langgraph.store.base import PutOp
 
         namespace = self._namespace(user_id)
-        for start in range(0, len(items), 5000):
+        for batch in unique_text_batches(items, 5000):
             self.store.batch(
                 [
                     PutOp(
@@ -288,7 +311,7 @@ class LangGraphStoreSystem:
                         item.key,
                         {"content": item.text, "created_at": item.created_at.isoformat()},
                     )
-                    for item in items[start : start + 5000]
+                    for item in batch
                 ]
             )
 
