@@ -114,7 +114,7 @@ def test_demo_runs_the_seed_scenarios_offline(tmp_path: Path, flag: str, kept: b
     out = result.stdout
     assert "offline rules-based model" in out
     assert out.count("seed 000") == 5 and "seed 003" in out
-    assert "sensitive" in out or "敏感" in out
+    assert "這筆資料沒有被儲存，因為它看起來是敏感資料（sensitive_data）。" in out
     assert re.search(r"Delete this memory\? \[y/N\]: [yn]", out)
     assert "Atlas" in out.split("session 2")[-1]  # recalled across sessions
     table = out.split("memories of demo")[-1]
