@@ -9,10 +9,15 @@ generate language; it recognises a few kinds of request in English and Chinese
   ``remember_memory(reason="explicit_request")``;
 * first-person statements of a durable fact or preference ("I prefer ...",
   "我住在高雄") -> ``remember_memory(reason="useful_future_context")``;
-* recall requests ("what do you know about me", "你記得我...嗎") -> ``search_memory``;
+* recall requests ("what do you know about me", "你記得我...嗎") and questions about the
+  user's own facts ("who is my favourite composer?", 「我最喜歡的作曲家是誰？」) ->
+  ``search_memory``, then an answer that quotes the memories that answer the question, or
+  says plainly that none does;
 * forget requests ("forget that I ...", "不要再記得...") -> ``search_memory`` and then
   ``request_forget_memory`` with the exact id that was found.
 
+Memories come back quoted in a data frame (``memora.spotlight``); the replies unquote them.
+Some rules are kept as data in ``offline_model_rules.toml``, each with its examples.
 Anything else gets a plain answer saying what this model can and cannot do. Like a
 real model, it only *proposes* tool calls: the application validates them, applies
 the memory policy and asks for approval. Every reply carries :data:`OFFLINE_MARKER`
@@ -762,12 +767,12 @@ def _quote_list(memories: list[dict[str, Any]]) -> str:
 def _capabilities(lang: _Lang) -> str:
     return lang.say(
         "I am Memora's offline rules-based model (no API key configured). I can remember "
-        'things ("remember that ..."), recall them ("what do you know about me?") and '
-        'forget them ("forget that ..."), but I cannot answer other requests. Set '
-        "OPENAI_API_KEY or OPENAI_BASE_URL to use a real model.",
+        'things ("remember that ..."), recall them ("what do you know about me?", "who is '
+        'my favourite composer?") and forget them ("forget that ..."), but I cannot answer '
+        "other requests. Set OPENAI_API_KEY or OPENAI_BASE_URL to use a real model.",
         "我是 Memora 的離線規則模型（未設定 API key），只能處理記住（「請記住…」）、"
-        "回想（「你記得我…嗎」）與忘記（「不要再記得…」）的請求，無法回答其他問題。"
-        "設定 OPENAI_API_KEY 或 OPENAI_BASE_URL 即可使用真正的模型。",
+        "回想（「你記得我…嗎」、「我最喜歡的作曲家是誰？」）與忘記（「不要再記得…」）的請求，"
+        "無法回答其他問題。設定 OPENAI_API_KEY 或 OPENAI_BASE_URL 即可使用真正的模型。",
     )
 
 
