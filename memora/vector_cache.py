@@ -9,8 +9,9 @@ log keeps. A memory's sealed vector never changes while its id lives (a vector i
 written once per id, and re-embedding with the same model gives the same vector), so
 an entry is either right or ignored: only ids that are live and keyed are used.
 
-The file names are a hash of the user id, not the id; a forget or erasing the user
-deletes the file, so a forgotten memory's entry does not even stay as noise on this node. Writes go to a temporary file renamed into place, so a reader in another
+The file names are a hash of the user id, not the id. A forget or erasing the user
+deletes the file, so a forgotten memory's entry does not even stay as noise on this
+node. Writes go to a temporary file renamed into place, so a reader in another
 process sees the old copy or the new one, never half of one.
 """
 
