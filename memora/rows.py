@@ -619,9 +619,7 @@ class SqliteRowStore:
 
     def index_rows(self, user_id: str) -> builtins.list[IndexRow]:
         """All the user's rows, oldest first, parsed only as far as ranking needs."""
-        rows = self.db.query(
-            f"{_SELECT} WHERE user_id = ? ORDER BY created_at, rowid", (user_id,)
-        )
+        rows = self.db.query(f"{_SELECT} WHERE user_id = ? ORDER BY created_at, rowid", (user_id,))
         return [IndexRow(row) for row in rows]
 
     def all_memories(self) -> builtins.list[MemoryUnit]:

@@ -79,9 +79,9 @@ def _forget_and_scan(memora: Memora, root: Path) -> None:
     other = Memora(memora.settings, embeddings=memora.embeddings)
     other.search("alice", "tea")
     other.close()
-    assert any(
-        "vector_cache" in path for path in files_containing(root, [sealed.tobytes()])
-    ), "the local vector copy was not written, so the scan below would not test it"
+    assert any("vector_cache" in path for path in files_containing(root, [sealed.tobytes()])), (
+        "the local vector copy was not written, so the scan below would not test it"
+    )
 
     assert memora.forget("alice", memory_id) == [memory_id]
     assert files_containing(root, [SECRET_FACT.encode(), b"Chen Wei"]) == []
