@@ -74,12 +74,15 @@ def to_simplified(text: str) -> str:
 
 
 def fold(text: str) -> str:
-    """Width (NFKC), curly apostrophes, Traditional Chinese and case folded for matching.
+    """Width (NFKC), invisible characters, apostrophes, Chinese script and case folded.
 
-    Lower-casing rather than ``casefold`` keeps one character for one character on the
-    text Memora sees, so a match found in the folded text can be cut out of the original.
+    Zero-width characters are dropped so that "del\u200bete" reads as "delete".
+    Lower-casing rather than ``casefold`` keeps one character for one character on
+    ordinary text, so a match found in the folded text can be cut out of the original
+    (callers compare lengths before placing a span).
     """
-    return to_simplified(unicodedata.normalize("NFKC", text).translate(_QUOTES)).lower()
+    text = strip_invisible(unicodedata.normalize("NFKC", text)).translate(_QUOTES)
+    return to_simplified(text).lower()
 
 
 def strip_invisible(text: str) -> str:
