@@ -138,8 +138,7 @@ def _pattern(entry: dict[str, object], fragments: dict[str, str], file: str) -> 
         id=pattern_id,
         patterns=tuple(_compile(_expand(s, fragments, where), where) for s in sources),
         unless=tuple(
-            _compile(_expand(s, fragments, where), where)
-            for s in _strings(entry, "unless", where)
+            _compile(_expand(s, fragments, where), where) for s in _strings(entry, "unless", where)
         ),
         examples=examples,
         counterexamples=_strings(entry, "counterexamples", where),

@@ -138,4 +138,10 @@ def apply_memory_policy(
     return accepted, rejected
 
 
-__all__ = ["HARD_RULES", "MAX_MEMORY_CHARS", "MemoryClassifier", "apply_memory_policy", "check_candidate"]
+__all__ = [
+    "HARD_RULES",
+    "MAX_MEMORY_CHARS",
+    "MemoryClassifier",
+    "apply_memory_policy",
+    "check_candidate",
+]

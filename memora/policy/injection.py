@@ -23,7 +23,9 @@ from memora.policy.support import support_ratio
 from memora.text import fold, strip_invisible
 
 _SENTENCE_SPLIT_RE = re.compile(r"[.!?;](?=\s|$)|[。！？；!?\n]")
-_LINK_CLAUSE_SPLIT_RE = re.compile(r"[,，、]|(?<![a-z])(?:and|but|so|while)(?![a-z])|而且|但是|然后")
+_LINK_CLAUSE_SPLIT_RE = re.compile(
+    r"[,，、]|(?<![a-z])(?:and|but|so|while)(?![a-z])|而且|但是|然后"
+)
 _PROMO_NAME_RE = re.compile(
     r"(?<![A-Za-z])(?:recommend|promote|advertise|plug|endorse|shill|push|mention)(?:ing)?\s+"
     r"(?:the\s+|a\s+)?[A-Z][\w'&-]*"
@@ -173,7 +175,7 @@ def decoded_forms(text: str) -> list[str]:
 
 def _plain_rule(text: str) -> str | None:
     """The first rule of ``injection.toml`` that fires on ``text`` (without decoding)."""
-    return _file().first_rule(fold(strip_invisible(text)))
+    return _file().first_rule(fold(text))
 
 
 def check_encoded_instruction(candidate: MemoryCandidate) -> str | None:

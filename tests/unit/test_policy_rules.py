@@ -33,7 +33,9 @@ def test_every_rule_file_loads_and_has_rules() -> None:
     assert all(load_rule_file(n).rules or load_rule_file(n).terms for n in names)
 
 
-@pytest.mark.parametrize(("file", "kind", "entry"), ENTRIES, ids=[f"{f}:{e.id}" for f, _, e in ENTRIES])
+@pytest.mark.parametrize(
+    ("file", "kind", "entry"), ENTRIES, ids=[f"{f}:{e.id}" for f, _, e in ENTRIES]
+)
 def test_examples_fire_and_counterexamples_do_not(file: str, kind: str, entry: Pattern) -> None:
     assert entry.examples, f"{file}:{entry.id} has no examples"
     missed = [text for text in entry.examples if not entry.matches(text)]
@@ -56,9 +58,16 @@ def test_the_gate_rejects_every_rule_example(file: str, rule: Pattern) -> None:
     ("text", "problem"),
     [
         ("reason = 'nonsense'\n", "unknown reason"),
-        ("reason = 'ephemeral'\n[[rules]]\nid = 'x'\npatterns = ['(']\nexamples = ['a']\n", "bad pattern"),
+        (
+            "reason = 'ephemeral'\n[[rules]]\nid = 'x'\npatterns = ['(']\nexamples = ['a']\n",
+            "bad pattern",
+        ),
         ("reason = 'ephemeral'\n[[rules]]\nid = 'x'\npatterns = ['a']\n", "at least one example"),
-        ("reason = 'ephemeral'\n[[rules]]\nid = 'x'\npatterns = ['{{nope}}']\nexamples = ['a']\n", "unknown fragment"),
+        (
+            "reason = 'ephemeral'\n[[rules]]\nid = 'x'\npatterns = ['{{nope}}']\n"
+            "examples = ['a']\n",
+            "unknown fragment",
+        ),
         ("reason = = 1", "invalid TOML"),
     ],
 )
