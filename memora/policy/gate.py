@@ -34,6 +34,14 @@ from memora.policy.vague import check_too_vague
 from memora.text import fold
 from memora.validation import has_surrogates
 
+__all__ = [
+    "HARD_RULES",
+    "MAX_MEMORY_CHARS",
+    "MemoryClassifier",
+    "apply_memory_policy",
+    "check_candidate",
+]
+
 
 class MemoryClassifier(Protocol):
     """A (usually model-based) second opinion on candidates the hard rules accepted."""
@@ -136,12 +144,3 @@ def apply_memory_policy(
             reason, rule = verdict
             rejected.append(PolicyRejection(candidate=candidate, reason=reason, rule=rule))
     return accepted, rejected
-
-
-__all__ = [
-    "HARD_RULES",
-    "MAX_MEMORY_CHARS",
-    "MemoryClassifier",
-    "apply_memory_policy",
-    "check_candidate",
-]

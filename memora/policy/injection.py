@@ -15,6 +15,7 @@ import binascii
 import codecs
 import re
 import unicodedata
+from functools import cache
 from urllib.parse import unquote
 
 from memora.models import MemoryCandidate
@@ -51,16 +52,27 @@ def _sentences(text: str) -> list[str]:
     return [s for s in _SENTENCE_SPLIT_RE.split(text) if s.strip()]
 
 
-def _promotion_rule(content: str) -> str | None:
-    """The candidate tells the assistant to promote, attach or recommend third-party things
-    in every future answer (a scope word + a promotion verb + a third-party object)."""
-    file = _file()
-    fragments = file.fragments
-    zh_promo = re.compile(
+@cache
+def _zh_promotion_re() -> re.Pattern[str]:
+    """A future scope (每次, 以后) then a promotion verb and a third-party object, in Chinese."""
+    fragments = _file().fragments
+    return re.compile(
         rf"^(?:(?!{fragments['zh_user_wish']}).)*?(?:{fragments['zh_future_scope']})"
         rf"[^。;!?]{{0,16}}?(?:(?:推广|宣传|打广告|带货|导流)|(?:{fragments['zh_promo_verb']})"
         rf"[^。;!?]{{0,10}}?(?:{fragments['zh_third_party']}))"
     )
+
+
+@cache
+def _link_re() -> re.Pattern[str]:
+    return re.compile(_file().fragments["url_or_email"], re.IGNORECASE)
+
+
+def _promotion_rule(content: str) -> str | None:
+    """The candidate tells the assistant to promote, attach or recommend third-party things
+    in every future answer (a scope word + a promotion verb + a third-party object)."""
+    file = _file()
+    zh_promo = _zh_promotion_re()
     scope, verb_term = file.term("promo-scope"), file.term("promo-verb")
     third_party, self_subject = file.term("third-party"), file.term("self-subject")
     for sentence in _sentences(unicodedata.normalize("NFKC", content)):
@@ -84,7 +96,7 @@ def _contact_rule(content: str) -> str | None:
     recipes on my-site.com") is left alone unless it grants authorisation.
     """
     file = _file()
-    link_re = re.compile(file.fragments["url_or_email"], re.IGNORECASE)
+    link_re = _link_re()
     authorise, contact = file.term("authorise-verb"), file.term("contact-verb")
     self_subject = file.term("self-subject")
     for sentence in _sentences(fold(content)):
