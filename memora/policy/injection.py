@@ -21,7 +21,7 @@ from urllib.parse import unquote
 from memora.models import MemoryCandidate
 from memora.policy.engine import RuleFile, load_rule_file
 from memora.policy.support import support_ratio
-from memora.text import fold, strip_invisible
+from memora.text import STOPWORDS, fold, has_han, strip_invisible
 
 _SENTENCE_SPLIT_RE = re.compile(r"[.!?;](?=\s|$)|[。！？；!?\n]")
 _LINK_CLAUSE_SPLIT_RE = re.compile(
@@ -169,16 +169,30 @@ def _base64_payloads(text: str) -> list[str]:
     return payloads
 
 
+_SEGMENT_SPLIT_RE = re.compile(r"[:;,.!?\n\"“”「」()（）：；，。！？]+")
+_ASCII_WORD_RE = re.compile(r"[a-z']+")
+_MIN_STOPWORD_SHARE = 0.2
+"""Below this share of stopwords, a run of Latin words does not read as English."""
+
+
+def _reads_as_english(segment: str) -> bool:
+    words = _ASCII_WORD_RE.findall(segment.lower())
+    return bool(words) and sum(w in STOPWORDS for w in words) / len(words) >= _MIN_STOPWORD_SHARE
+
+
 def decoded_forms(text: str) -> list[str]:
     """The ways ``text`` may hide a payload: base64 runs, rot13, reversed, URL-escaped.
 
-    Each form is checked by the same rules as plain text; rot13 and reversal turn
-    ordinary text into gibberish the rules do not match, so checking them costs nothing
-    but time.
+    rot13 and reversal are tried on each segment (between punctuation) that does not read
+    as English (too few stopwords) or that holds Chinese, so ordinary sentences cost one
+    stopword count; each form is then checked by the same rules as plain text.
     """
     forms = _base64_payloads(text)
-    forms.append(codecs.encode(text, "rot13"))
-    forms.append(text[::-1])
+    for segment in _SEGMENT_SPLIT_RE.split(text):
+        if has_han(segment):
+            forms.append(segment[::-1])
+        elif len(_ASCII_WORD_RE.findall(segment.lower())) >= 2 and not _reads_as_english(segment):
+            forms += [codecs.encode(segment, "rot13"), segment[::-1]]
     unescaped = unquote(text)
     if unescaped != text:
         forms.append(unescaped)
