@@ -42,6 +42,8 @@ SECRETS = [
     ("User's locker combo is 10-20-30", "my locker combo is 10-20-30"),
     ("The user's phone unlock code is 8642", "phone unlock code 8642"),
     ("User's bank PIN is 4821", "PIN for my bank card is 4821"),
+    ("User's card security code is 512", "card security code: 512"),
+    ("使用者信用卡背面三碼是 382", "我信用卡背面三碼是 382"),
 ]
 LOOK = [
     ("User uses 1Password as their password manager", "I use 1Password as my password manager"),
@@ -54,6 +56,7 @@ LOOK = [
     ("User's gym opens at 6am", "my gym opens at 6am"),
     ("User's email is alice@example.com", "my email is alice@example.com"),
     ("User logs in to work at 9:00 every day", "I log in to work at 9:00 every day"),
+    ("User is three digits into the code puzzle", "I'm three digits into the code puzzle"),
 ]
 REFUSE = [
     ("User has diabetes", "I have diabetes but please don't keep any record of it"),
