@@ -1,8 +1,10 @@
 """A chat-model second opinion for the policy gate (structured output).
 
 It runs only on candidates the hard rules accepted and can only add a
-rejection: a hard rejection is never overruled, and a failing model call
-rejects nothing (the hard rules have already decided what must never be kept).
+rejection: a hard rejection is never overruled, and a failing model call or an
+answer that does not fit the schema rejects nothing (the hard rules have already
+decided what must never be kept). Its prompt covers the same kinds as the rules:
+see ``SELECTION_PROMPT``.
 """
 
 from __future__ import annotations
@@ -39,7 +41,9 @@ class LLMMemoryClassifier:
         try:
             verdict = SelectionVerdict.model_validate(self._structured.invoke(prompt))
         except Exception as error:  # the hard rules already ran; a model outage adds nothing
-            logger.warning("selection classifier failed: %s", error)
+            # The type only: a validation message can quote the model's answer, and with it
+            # the candidate.
+            logger.warning("selection classifier gave no usable verdict (%s)", type(error).__name__)
             return None
         if verdict.store:
             return None

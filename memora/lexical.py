@@ -1,159 +1,29 @@
-"""Lexical half of hybrid recall: a tokenizer and an incremental BM25 index.
+"""Lexical half of hybrid recall: an incremental BM25 index.
 
-Library choices:
+Tokenising lives in :mod:`memora.text` (shared with the policy gate); this module
+re-exports it under the names recall uses.
 
-* ``snowballstemmer`` (pure Python, tiny) for English stemming, so "running",
-  "runs" and "run" meet on one term. Stems are memoised with ``lru_cache``
-  because conversational vocabulary is small and repetitive.
-* ``opencc`` (``t2s``) to fold Traditional Chinese to Simplified, so a memory
-  written in one script is found by a query in the other. The converter is a
-  lazily created module singleton and only runs on text that contains CJK.
-* Chinese is indexed as character unigrams plus bigrams rather than with a
-  word segmenter: bigrams match every two-character word (高雄, 验证) with no
-  dictionary, no start-up cost and no segmentation mismatch between a short
-  query and a long memory. jieba was measured on a small Traditional/Simplified
-  check: ``cut_for_search`` alone ranked worse (hit@1 14/20 vs 18/20) and only
-  tied once unigrams were added back, while its dictionary load costs ~0.6 s.
-* ``numpy`` for score accumulation and top-k selection; postings are kept in
-  plain dicts so that add/remove stay O(document length).
+Chinese is indexed as character unigrams plus bigrams rather than with a word
+segmenter: bigrams match every two-character word (高雄, 验证) with no dictionary, no
+start-up cost and no segmentation mismatch between a short query and a long memory.
+jieba was measured on a small Traditional/Simplified check: ``cut_for_search`` alone
+ranked worse (hit@1 14/20 vs 18/20) and only tied once unigrams were added back, while
+its dictionary load costs ~0.6 s. ``numpy`` accumulates scores and selects the top k;
+postings are kept in plain dicts so that add/remove stay O(document length).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable
-from functools import lru_cache
-from typing import Any
 
 import numpy as np
-import snowballstemmer
 
-__all__ = ["BM25Index", "STOPWORDS", "content_words", "tokenize"]
+from memora.text import HAN_CHARS, STOPWORDS, content_words
+from memora.text import index_terms as tokenize
 
-_STOPWORDS_TEXT = """
-    a about above after again against all am an and any are aren't as at be because been
-    before being below between both but by can cannot could couldn't did didn't do does
-    doesn't doing don't down during each few for from further had hadn't has hasn't have
-    haven't having he he'd he'll he's her here here's hers herself him himself his how how's
-    i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my
-    myself no nor not of off on once only or other ought our ours ourselves out over own
-    same shan't she she'd she'll she's should shouldn't so some such than that that's the
-    their theirs them themselves then there there's these they they'd they'll they're
-    they've this those through to too under until up very was wasn't we we'd we'll we're
-    we've were weren't what what's when when's where where's which while who who's whom why
-    why's will with won't would wouldn't you you'd you'll you're you've your yours yourself
-    yourselves s t d ll m re ve just also
-"""
-STOPWORDS: frozenset[str] = frozenset(_STOPWORDS_TEXT.split())
-"""Compact English stopword list (NLTK-like); matched on lowercase tokens."""
-
-HAN_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-"""Han ideographs (extension A, unified, compatibility), for regex character classes."""
-_CJK_CLASS = HAN_CHARS + "\u3040-\u30ff"  # and kana, so Japanese is bigrammed too
-_TOKEN_RE = re.compile(rf"[{_CJK_CLASS}]+|[^\W_{_CJK_CLASS}]+(?:'[^\W_{_CJK_CLASS}]+)*")
-_CJK_RE = re.compile(rf"[{_CJK_CLASS}]")
-_STEMMER = snowballstemmer.stemmer("english")
-_converter: Any = None
-
-
-def _to_simplified(text: str) -> str:
-    """Convert Traditional Chinese to Simplified with a lazy OpenCC singleton.
-
-    Args:
-        text: Text that contains at least one CJK character.
-
-    Returns:
-        The text with Traditional characters replaced by Simplified ones.
-    """
-    global _converter
-    if _converter is None:
-        import opencc
-
-        _converter = opencc.OpenCC("t2s")
-    return str(_converter.convert(text))
-
-
-@lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    """Return the Snowball English stem of a lowercase word (memoised)."""
-    return str(_STEMMER.stemWord(word))
-
-
-@lru_cache(maxsize=65536)
-def _word_terms(word: str) -> tuple[str, ...]:
-    """Turn one alphanumeric word into zero or one index term.
-
-    Args:
-        word: A lowercase run of letters/digits, possibly with apostrophes.
-
-    Returns:
-        ``()`` for stopwords, else the stem (possessive "'s" dropped); memoised, since
-        conversational vocabulary is small and repetitive.
-    """
-    if word in STOPWORDS:
-        return ()
-    if "'" in word:
-        word = word.split("'", 1)[0] if word.endswith("'s") else word.replace("'", "")
-        if not word or word in STOPWORDS:
-            return ()
-    if word.isdigit():
-        return (word,)
-    return (_stem(word),)
-
-
-def _cjk_terms(run: str) -> list[str]:
-    """Character unigrams followed by character bigrams of a CJK run."""
-    chars = list(run)
-    return chars + [a + b for a, b in zip(chars, chars[1:], strict=False)]
-
-
-def tokenize(text: str) -> list[str]:
-    """Split text into BM25 index terms; handles English, Chinese and mixtures.
-
-    English words are lowercased, stopwords dropped and Snowball-stemmed;
-    numbers are kept. Chinese is folded to Simplified and each CJK run yields
-    its character unigrams and bigrams.
-
-    Args:
-        text: Any text.
-
-    Returns:
-        The index terms in order of appearance (duplicates kept).
-    """
-    if not text:
-        return []
-    text = text.lower().replace("\u2019", "'")
-    if not _CJK_RE.search(text):
-        return [term for token in _TOKEN_RE.findall(text) for term in _word_terms(token)]
-    text = _to_simplified(text)
-    terms: list[str] = []
-    for token in _TOKEN_RE.findall(text):
-        if _CJK_RE.match(token):
-            terms.extend(_cjk_terms(token))
-        else:
-            terms.extend(_word_terms(token))
-    return terms
-
-
-def content_words(text: str) -> str:
-    """Drop English stopwords (incl. question words) but keep surface forms.
-
-    Meant for the dense side of hybrid recall: WordLlama averages token
-    embeddings, so removing "what/when/did/the" from a question sharpens its
-    vector. No stemming, since the embedding model has its own vocabulary.
-
-    Args:
-        text: A query or memory text.
-
-    Returns:
-        The remaining words joined by single spaces (CJK runs kept whole); the
-        original text when nothing would remain.
-    """
-    words = _TOKEN_RE.findall(text.lower().replace("\u2019", "'"))
-    kept = " ".join(w for w in words if w not in STOPWORDS)
-    return kept or text
+__all__ = ["HAN_CHARS", "STOPWORDS", "BM25Index", "content_words", "tokenize"]
 
 
 class BM25Index:

@@ -62,8 +62,10 @@ def test_shipped_set_stores_no_sensitive_item(tmp_path: Path) -> None:
     assert set(result["by_reason"]) == {"none", *REASONS}
     for row in result["by_reason"].values():
         assert row["total"] == row["stored"] + sum(row[reason] for reason in REASONS)
-    # The rules were refined on this set: the README reports 1.000 / 1.000 on it.
-    assert (result["precision"], result["recall"]) == (1.0, 1.0)
+    # The rules were refined on this set, then rules fitted to single items were removed:
+    # the README reports 0.985 / 1.000 on it (two momentary statements now stored).
+    assert round(result["precision"], 3) == 0.985
+    assert result["recall"] == 1.0
 
 
 def test_held_out_set_stores_no_sensitive_item(tmp_path: Path) -> None:
