@@ -186,7 +186,7 @@ def postgres_backend(request: pytest.FixtureRequest) -> Backend:
 
 
 def tables_containing(database_url: str, needle: str) -> list[str]:
-    """Every table of the database with a live row whose text holds ``needle``."""
+    """Every table of the database with a live row whose text (or bytes) holds ``needle``."""
     import psycopg
 
     found = []
@@ -195,8 +195,10 @@ def tables_containing(database_url: str, needle: str) -> list[str]:
             "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename"
         ).fetchall()
         for (table,) in tables:
+            # A bytea column (checkpoint blobs, keys) reads as hex in the row's text.
             hit = conn.execute(
-                f'SELECT 1 FROM "{table}" AS t WHERE t::text LIKE %s LIMIT 1', (f"%{needle}%",)
+                f'SELECT 1 FROM "{table}" AS t WHERE t::text LIKE %s OR t::text LIKE %s LIMIT 1',
+                (f"%{needle}%", f"%{needle.encode().hex()}%"),
             ).fetchone()
             if hit:
                 found.append(table)
