@@ -392,18 +392,28 @@ def eval_scale(
     timeout: Annotated[
         float, typer.Option(help="Seconds allowed per system and size before it is capped.")
     ] = 1800.0,
+    backend: Annotated[
+        str,
+        typer.Option(
+            help="Memora's store: sqlite (files) or postgres (MEMORA_DATABASE_URL and "
+            "MEMORA_CHROMA_URL; a scratch database and collection on them)."
+        ),
+    ] = "sqlite",
 ) -> None:
     """Search and write latency, ingest rate, peak RSS and disk as the store grows.
 
     Each system and size runs in its own subprocess, so resident memory is its own.
     """
+    from evals.common import BACKENDS
     from evals.peers import MEMORA, PEERS
     from evals.scale import NOTES, USERS, growth, run_scale
 
+    if backend not in BACKENDS:
+        raise typer.BadParameter(f"--backend must be one of {', '.join(BACKENDS)}")
     wanted = sorted({int(size) for size in sizes.split(",") if size.strip()})
     systems = [MEMORA, *(PEERS if peers else ())]
     with _progress("system x size", as_json) as progress:
-        results = run_scale(systems, wanted, timeout, progress)
+        results = run_scale(systems, wanted, timeout, progress, backend)
     if as_json:
         _print_json(results)
         return
@@ -415,7 +425,8 @@ def eval_scale(
         "ingest memories/s",
         "peak RSS MB",
         "disk MB",
-        title=f"Scale: stores of {', '.join(f'{s:,}' for s in wanted)} memories over {USERS} users",
+        title=f"Scale: stores of {', '.join(f'{s:,}' for s in wanted)} memories over {USERS} users"
+        + (" (Memora on Postgres + a Chroma server)" if backend == "postgres" else ""),
     )
     for name, result in results.items():
         if "error" in result:
