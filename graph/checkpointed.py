@@ -179,6 +179,8 @@ def delete_threads(agent: Any, thread_ids: list[str]) -> None:
     for thread_id in thread_ids:
         agent.checkpointer.delete_thread(thread_id)
     if isinstance(agent.checkpointer, PostgresSaver):
-        agent.checkpointer.conn.execute("VACUUM checkpoints, checkpoint_blobs, checkpoint_writes")
+        conn = agent.checkpointer.conn
+        assert isinstance(conn, psycopg.Connection)  # open_agent gives it one autocommit connection
+        conn.execute("VACUUM checkpoints, checkpoint_blobs, checkpoint_writes")
     else:
         agent.checkpointer.conn.execute("VACUUM")
