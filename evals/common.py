@@ -40,7 +40,7 @@ def scratch_memora(data_dir: Path | None = None, backend: str = "sqlite") -> Ite
         try:
             yield memora
         finally:
-            if overrides:  # the scratch collection goes with the scratch database
+            if backend == "postgres":  # the scratch collection goes with the scratch database
                 memora.store.flush()
                 memora.store.vectors.drop()
             memora.close()
@@ -54,8 +54,8 @@ def scratch_servers(backend: str) -> Iterator[dict[str, Any]]:
         StoreError: ``postgres`` without MEMORA_DATABASE_URL and MEMORA_CHROMA_URL set, or a
             database that cannot be created.
     """
-    if backend == "sqlite":
-        yield {}
+    if backend == "sqlite":  # files only, whatever servers the environment names
+        yield {"database_url": None, "chroma_url": None}
         return
     import psycopg
 

@@ -71,7 +71,7 @@ class AuditLog:
     def __init__(self, db: SqlDatabase) -> None:
         self.db = db
         if db.dialect == "postgres":
-            db.ensure_schema("audit", SCHEMA_VERSION, _POSTGRES_SCHEMA)  # type: ignore[attr-defined]
+            db.ensure_schema("audit", SCHEMA_VERSION, _POSTGRES_SCHEMA)
             return
         columns = {row["name"] for row in db.query("PRAGMA table_info(audit)")}
         if "redactions" not in columns:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,6 +43,10 @@ class SqlDatabase(Protocol):
 
     def query(self, sql: str, params: tuple | list = ()) -> list[Any]:
         """A read-only statement's rows."""
+        ...
+
+    def ensure_schema(self, component: str, version: int, statements: Sequence[str]) -> None:
+        """Create a part's tables if they are missing (idempotent)."""
         ...
 
     def reclaim(self, *tables: str) -> bool:
@@ -127,6 +131,12 @@ class Database:
                 if not busy:
                     return True
             return False
+
+    def ensure_schema(self, component: str, version: int, statements: Sequence[str]) -> None:
+        """Run ``CREATE … IF NOT EXISTS`` statements; one process's file needs no version table."""
+        with self.transaction() as conn:
+            for statement in statements:
+                conn.execute(statement)
 
     def reclaim(self, *tables: str) -> bool:
         """``secure_delete`` already zeroed the rows; truncate the log (see :meth:`scrub`)."""

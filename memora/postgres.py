@@ -83,8 +83,10 @@ def _translate(sql: str) -> str:
 class PostgresDatabase:
     """A pool of connections to one Postgres database, shared by this process's threads.
 
-    Reads and writes run at READ COMMITTED, Postgres's default; writers that
-    must not interleave take row locks (see ``memora.rows_postgres``).
+    Connections are in autocommit mode, so a read is one round trip; a write
+    runs in an explicit transaction (:meth:`writing`). Both at READ COMMITTED,
+    Postgres's default; writers that must not interleave take row locks (see
+    ``memora.rows_postgres``).
     """
 
     dialect = "postgres"
@@ -94,11 +96,18 @@ class PostgresDatabase:
         self.description = describe_url(url)
         self._closed = threading.Event()
         try:
+            # One plain connection first: a wrong URL or a server that is down fails here at
+            # once with Postgres's own reason, rather than after the pool's retries.
+            psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT_S)).close()
             self.pool = ConnectionPool(
                 url,
                 min_size=min_size,
                 max_size=max_size,
-                kwargs={"row_factory": dict_row, "connect_timeout": int(CONNECT_TIMEOUT_S)},
+                kwargs={
+                    "row_factory": dict_row,
+                    "autocommit": True,
+                    "connect_timeout": int(CONNECT_TIMEOUT_S),
+                },
                 timeout=CONNECT_TIMEOUT_S,
                 open=False,
                 name="memora",
@@ -110,8 +119,7 @@ class PostgresDatabase:
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """One pooled connection in a transaction, committed on success; errors are
-        ``StoreError``."""
+        """One pooled autocommit connection; errors are ``StoreError``."""
         try:
             with self.pool.connection() as conn:
                 yield conn
@@ -119,9 +127,15 @@ class PostgresDatabase:
             raise StoreError(describe_postgres_error(self.url, error)) from None
 
     @contextmanager
+    def writing(self) -> Iterator[psycopg.Connection[Any]]:
+        """One pooled connection in a transaction, committed on success, rolled back on error."""
+        with self.connection() as conn, conn.transaction():
+            yield conn
+
+    @contextmanager
     def transaction(self) -> Iterator[_Translated]:
         """Statements with ``?`` placeholders in one transaction (the SQLite ``Database`` API)."""
-        with self.connection() as conn:
+        with self.writing() as conn:
             yield _Translated(conn)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
@@ -135,7 +149,7 @@ class PostgresDatabase:
         Raises:
             StoreError: The database holds a newer version than this code knows.
         """
-        with self.connection() as conn:
+        with self.writing() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             conn.execute(_VERSION_TABLE)
             row = conn.execute(
@@ -159,14 +173,10 @@ class PostgresDatabase:
     def vacuum(self, *tables: str) -> bool:
         """Run ``VACUUM`` on these tables so deleted rows' space is reclaimed (see README).
 
-        VACUUM cannot run inside a transaction, so the connection is switched to autocommit.
+        VACUUM cannot run inside a transaction; pooled connections are in autocommit mode.
         """
         with self.connection() as conn:
-            conn.autocommit = True
-            try:
-                conn.execute(f"VACUUM {', '.join(tables)}")
-            finally:
-                conn.autocommit = False
+            conn.execute(f"VACUUM {', '.join(tables)}")
         return True
 
     def reclaim(self, *tables: str) -> bool:

@@ -27,12 +27,7 @@ class UserProfileStore:
 
     def __init__(self, db: SqlDatabase) -> None:
         self.db = db
-        statement = _SCHEMA.strip().rstrip(";")
-        if db.dialect == "postgres":
-            db.ensure_schema("profile", SCHEMA_VERSION, [statement])  # type: ignore[attr-defined]
-        else:
-            with db.transaction() as conn:
-                conn.execute(statement)
+        db.ensure_schema("profile", SCHEMA_VERSION, [_SCHEMA.strip().rstrip(";")])
 
     def get(self, user_id: str) -> dict[str, str]:
         """The whole profile of a user."""

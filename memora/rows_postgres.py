@@ -165,15 +165,11 @@ class PostgresRowStore:
     def vector_lock(self) -> Iterator[None]:
         """A session advisory lock, held on one pooled connection: every node waits on it."""
         with self._vector_thread_lock, self.db.connection() as conn:
-            conn.autocommit = True
+            conn.execute("SELECT pg_advisory_lock(%s)", (_VECTOR_LOCK,))
             try:
-                conn.execute("SELECT pg_advisory_lock(%s)", (_VECTOR_LOCK,))
-                try:
-                    yield
-                finally:
-                    conn.execute("SELECT pg_advisory_unlock(%s)", (_VECTOR_LOCK,))
+                yield
             finally:
-                conn.autocommit = False
+                conn.execute("SELECT pg_advisory_unlock(%s)", (_VECTOR_LOCK,))
 
     def close(self) -> None:
         """Close the pool."""
@@ -233,7 +229,7 @@ class PostgresRowStore:
         """Insert new rows and their vector keys; the units must belong to ``user_id``."""
         if len(keys) != len(units):
             raise ValueError("one vector key per memory is required")
-        with self.db.connection() as conn:
+        with self.db.writing() as conn:
             cursor = conn.cursor()
             cursor.executemany(
                 f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES"
@@ -249,7 +245,7 @@ class PostgresRowStore:
     def rewrite(self, user_id: str, units: Sequence[MemoryUnit]) -> GenerationBump:
         """Overwrite every column but id and owner; foreign ids match no row."""
         assignments = ", ".join(f"{name} = %s" for name in _COLUMNS[2:])
-        with self.db.connection() as conn:
+        with self.db.writing() as conn:
             conn.cursor().executemany(
                 f"UPDATE memories SET {assignments} WHERE id = %s AND user_id = %s",
                 [(*_row_values(unit)[2:], unit.id, user_id) for unit in units],
@@ -260,7 +256,7 @@ class PostgresRowStore:
         self, user_id: str, memory_ids: Sequence[str], at: datetime
     ) -> tuple[int, GenerationBump]:
         """Set the last access to ``at`` and count one more access."""
-        with self.db.connection() as conn:
+        with self.db.writing() as conn:
             cursor = conn.execute(
                 "UPDATE memories SET last_accessed_at = %s, access_count = access_count + 1"
                 " WHERE user_id = %s AND id = ANY(%s)",
@@ -272,7 +268,7 @@ class PostgresRowStore:
         """Delete the rows; each tombstone lists every id deleted with it."""
         ids = list(memory_ids)
         now = utcnow().isoformat()
-        with self.db.connection() as conn:
+        with self.db.writing() as conn:
             conn.execute("DELETE FROM memories WHERE user_id = %s AND id = ANY(%s)", (user_id, ids))
             conn.execute(
                 "DELETE FROM vector_keys WHERE user_id = %s AND id = ANY(%s)", (user_id, ids)
@@ -288,7 +284,7 @@ class PostgresRowStore:
     def erase_user(self, user_id: str) -> builtins.list[str]:
         """Delete the user's rows and keys in one transaction; tombstones name each id."""
         now = utcnow().isoformat()
-        with self.db.connection() as conn:
+        with self.db.writing() as conn:
             ids = [
                 row["id"]
                 for row in conn.execute(
@@ -308,7 +304,7 @@ class PostgresRowStore:
         """Store keys for live memories of ``user_id`` that have none; the rest are ignored."""
         if not keys:
             return {}
-        with self.db.connection() as conn:
+        with self.db.writing() as conn:
             rows = conn.execute(
                 "INSERT INTO vector_keys (id, user_id, key)"
                 " SELECT m.id, m.user_id, k.key FROM unnest(%s::text[], %s::bytea[]) AS k(id, key)"
@@ -320,7 +316,7 @@ class PostgresRowStore:
 
     def record_embedding_model(self, model_id: str, dimension: int) -> None:
         """Write the model id and dimension to ``meta`` (the first node to start wins)."""
-        with self.db.connection() as conn:
+        with self.db.writing() as conn:
             conn.cursor().executemany(
                 "INSERT INTO meta VALUES (%s, %s) ON CONFLICT (key) DO NOTHING",
                 [("embedding_model", model_id), ("embedding_dimension", str(dimension))],
@@ -328,7 +324,7 @@ class PostgresRowStore:
 
     def record_reindex(self, model_id: str, dimension: int) -> None:
         """Relabel every row and ``meta`` with the new model; advance every generation."""
-        with self.db.connection() as conn:
+        with self.db.writing() as conn:
             conn.execute("UPDATE memories SET embedding_model = %s", (model_id,))
             conn.cursor().executemany(
                 "INSERT INTO meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE"

@@ -73,19 +73,16 @@ class LongTermMemoryStore:
         self.db: SqlDatabase
         self.rows: RowStore
         if database_url:
-            from memora.postgres import PostgresDatabase
+            from memora.postgres import PostgresDatabase, describe_url
             from memora.rows_postgres import PostgresRowStore
 
             postgres_rows = PostgresRowStore(PostgresDatabase(database_url))
             self.db, self.rows = postgres_rows.db, postgres_rows
+            self._where = f"the database {describe_url(database_url)}"
         else:
             sqlite_rows = SqliteRowStore(data_dir / "memora.db")
             self.db, self.rows = sqlite_rows.db, sqlite_rows
-        self._where = f"the memory store in {data_dir}"
-        if database_url:
-            from memora.postgres import describe_url
-
-            self._where = f"the database {describe_url(database_url)}"
+            self._where = f"the memory store in {data_dir}"
         self._check_model(allow_model_change)
         self.vectors = ChromaVectorIndex(data_dir, spec, chroma_url, chroma_collection)
         self._vector_writer = VectorWriter(self._write_live_vectors)

@@ -153,8 +153,8 @@ class Backend:
         return load_settings(data_dir=data_dir, **self.overrides(), **overrides)
 
     def overrides(self) -> dict[str, Any]:
-        if self.name == "sqlite":
-            return {}
+        if self.name == "sqlite":  # files only, whatever servers the environment names
+            return {"database_url": None, "chroma_url": None}
         return {
             "database_url": self.database_url,
             "chroma_url": self.chroma_url,
@@ -163,7 +163,11 @@ class Backend:
 
     def env(self) -> dict[str, str]:
         """The same choice as ``MEMORA_*`` variables, for subprocesses."""
-        return {f"MEMORA_{key.upper()}": str(value) for key, value in self.overrides().items()}
+        return {
+            f"MEMORA_{key.upper()}": str(value)
+            for key, value in self.overrides().items()
+            if value is not None
+        }
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
