@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -80,24 +81,26 @@ def _stem(word: str) -> str:
     return str(_STEMMER.stemWord(word))
 
 
-def _word_terms(word: str) -> list[str]:
+@lru_cache(maxsize=65536)
+def _word_terms(word: str) -> tuple[str, ...]:
     """Turn one alphanumeric word into zero or one index term.
 
     Args:
         word: A lowercase run of letters/digits, possibly with apostrophes.
 
     Returns:
-        ``[]`` for stopwords, else the stem (possessive "'s" dropped).
+        ``()`` for stopwords, else the stem (possessive "'s" dropped); memoised, since
+        conversational vocabulary is small and repetitive.
     """
     if word in STOPWORDS:
-        return []
+        return ()
     if "'" in word:
         word = word.split("'", 1)[0] if word.endswith("'s") else word.replace("'", "")
         if not word or word in STOPWORDS:
-            return []
+            return ()
     if word.isdigit():
-        return [word]
-    return [_stem(word)]
+        return (word,)
+    return (_stem(word),)
 
 
 def _cjk_terms(run: str) -> list[str]:
@@ -122,11 +125,11 @@ def tokenize(text: str) -> list[str]:
     if not text:
         return []
     text = text.lower().replace("\u2019", "'")
-    if _CJK_RE.search(text):
-        text = _to_simplified(text)
+    if not _CJK_RE.search(text):
+        return [term for token in _TOKEN_RE.findall(text) for term in _word_terms(token)]
+    text = _to_simplified(text)
     terms: list[str] = []
-    for match in _TOKEN_RE.finditer(text):
-        token = match.group()
+    for token in _TOKEN_RE.findall(text):
         if _CJK_RE.match(token):
             terms.extend(_cjk_terms(token))
         else:
@@ -178,7 +181,7 @@ class BM25Index:
         self.b = b
         self._slot_of: dict[str, int] = {}
         self._ids: list[str | None] = []
-        self._terms: list[Counter[str] | None] = []
+        self._terms: list[dict[str, int] | None] = []
         self._free: list[int] = []
         self._lengths = np.zeros(64, dtype=np.float64)
         self._total_len = 0
@@ -200,9 +203,26 @@ class BM25Index:
             doc_id: Stable identifier of the memory.
             text: Text to index.
         """
+        for term in self._index(doc_id, text):
+            self._arrays.pop(term, None)
+
+    def add_many(self, docs: Iterable[tuple[str, str]]) -> None:
+        """Index many documents at once (a load), as :meth:`add` does one by one.
+
+        Args:
+            docs: ``(doc_id, text)`` pairs.
+        """
+        for doc_id, text in docs:
+            self._index(doc_id, text)
+        self._arrays.clear()
+
+    def _index(self, doc_id: str, text: str) -> dict[str, int]:
+        """Post a document's terms (cached term arrays are the caller's to invalidate)."""
         if doc_id in self._slot_of:
             self.remove(doc_id)
-        counts = Counter(tokenize(text))
+        counts: dict[str, int] = {}
+        for term in tokenize(text):
+            counts[term] = counts.get(term, 0) + 1
         slot = self._new_slot()
         self._slot_of[doc_id] = slot
         self._ids[slot] = doc_id
@@ -210,9 +230,14 @@ class BM25Index:
         length = sum(counts.values())
         self._lengths[slot] = length
         self._total_len += length
+        postings = self._postings
         for term, tf in counts.items():
-            self._postings.setdefault(term, {})[slot] = tf
-            self._arrays.pop(term, None)
+            posting = postings.get(term)
+            if posting is None:
+                postings[term] = {slot: tf}
+            else:
+                posting[slot] = tf
+        return counts
 
     def remove(self, doc_id: str) -> None:
         """Drop a document; unknown ids are ignored.
@@ -223,7 +248,7 @@ class BM25Index:
         slot = self._slot_of.pop(doc_id, None)
         if slot is None:
             return
-        counts = self._terms[slot] or Counter()
+        counts = self._terms[slot] or {}
         for term in counts:
             postings = self._postings[term]
             del postings[slot]

@@ -13,21 +13,34 @@ items.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 
 import numpy as np
 
 from memora.embeddings import EmbeddingSpec
 from memora.lexical import BM25Index
-from memora.models import MemoryScope, MemoryStatus, MemoryUnit
-from memora.rows import GenerationBump, RowStore
+from memora.models import MemoryUnit
+from memora.rows import GenerationBump, IndexRow, RowStore
 from memora.sealing import new_key, seal, unseal
+from memora.vector_cache import SealedVectorCache, needs_refresh
 from memora.vectors import ChromaVectorIndex, VectorWriter
 
 
-def _epoch(value: datetime | None, default: float) -> float:
-    return value.timestamp() if value is not None else default
+class UnitView(Mapping[str, MemoryUnit]):
+    """The index's memories by id, each validated into a :class:`MemoryUnit` on first access."""
+
+    def __init__(self, rows: dict[str, IndexRow]) -> None:
+        self._rows = rows
+
+    def __getitem__(self, memory_id: str) -> MemoryUnit:
+        return self._rows[memory_id].unit()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
 
 
 class UserIndex:
@@ -39,7 +52,8 @@ class UserIndex:
 
     def __init__(self, generation: int, dimension: int) -> None:
         self.generation = generation
-        self.units: dict[str, MemoryUnit] = {}
+        self.records: dict[str, IndexRow] = {}
+        self.units = UnitView(self.records)
         self.row_of: dict[str, int] = {}
         self.ids: list[str] = []
         self.thread_ids: list[str | None] = []
@@ -54,8 +68,10 @@ class UserIndex:
         self.last_used_at = np.zeros(capacity)
         self.lexical_slot = np.full(capacity, -1, dtype=np.int64)
 
-    def _grow(self) -> None:
-        capacity = self.vectors.shape[0] * 2
+    def _grow(self, needed: int) -> None:
+        capacity = self.vectors.shape[0]
+        while capacity < needed:
+            capacity *= 2
         for name, fill in (
             ("vectors", 0.0),
             ("active", False),
@@ -72,43 +88,86 @@ class UserIndex:
 
     def insert(self, unit: MemoryUnit, vector: np.ndarray) -> None:
         """Add a memory (any status) to the index."""
+        self.insert_row(IndexRow.of(unit), vector)
+
+    def insert_row(self, record: IndexRow, vector: np.ndarray) -> None:
+        """Add a stored memory (any status) to the index."""
         if self.size == self.vectors.shape[0]:
-            self._grow()
+            self._grow(self.size + 1)
         row = self.size
         self.size += 1
-        self.row_of[unit.id] = row
-        self.ids.append(unit.id)
-        self.thread_ids.append(unit.thread_id)
+        self.row_of[record.id] = row
+        self.ids.append(record.id)
+        self.thread_ids.append(record.thread_id)
         self.vectors[row] = vector
-        self.replace(unit)
+        self._record(record)
+
+    def insert_rows(self, records: list[IndexRow], vectors: np.ndarray) -> None:
+        """Add many stored memories at once (a load): one array write per field."""
+        start, count = self.size, len(records)
+        if start + count > self.vectors.shape[0]:
+            self._grow(start + count)
+        end = start + count
+        self.size = end
+        ids = [record.id for record in records]
+        self.row_of.update(zip(ids, range(start, end), strict=True))
+        self.ids.extend(ids)
+        self.thread_ids.extend(record.thread_id for record in records)
+        self.vectors[start:end] = vectors
+        active = [record.is_active for record in records]
+        self.records.update(zip(ids, records, strict=True))
+        self.lexical.add_many(
+            (memory_id, record.content)
+            for memory_id, record, is_active in zip(ids, records, active, strict=True)
+            if is_active
+        )
+        self.lexical_slot[start:end] = [
+            self.lexical.slot_of(memory_id) if is_active else -1
+            for memory_id, is_active in zip(ids, active, strict=True)
+        ]
+        self.active[start:end] = active
+        self.persistent[start:end] = [record.is_persistent for record in records]
+        self.expires_at[start:end] = [
+            np.inf if (at := record.epoch("expires_at")) is None else at for record in records
+        ]
+        self.importance[start:end] = [record.importance for record in records]
+        self.last_used_at[start:end] = [
+            record.epoch("last_accessed_at") or record.epoch("created_at") or 0.0
+            for record in records
+        ]
 
     def replace(self, unit: MemoryUnit) -> None:
         """Record a memory's current fields (status, expiry, importance, access)."""
-        row = self.row_of[unit.id]
-        previous = self.units.get(unit.id)
-        self.units[unit.id] = unit
-        is_active = unit.status is MemoryStatus.ACTIVE
-        was_indexed = previous is not None and previous.status is MemoryStatus.ACTIVE
+        self._record(IndexRow.of(unit))
+
+    def _record(self, record: IndexRow) -> None:
+        row = self.row_of[record.id]
+        previous = self.records.get(record.id)
+        self.records[record.id] = record
+        is_active = record.is_active
+        was_indexed = previous is not None and previous.is_active
         if was_indexed and not is_active:
-            self.lexical.remove(unit.id)
+            self.lexical.remove(record.id)
             self.lexical_slot[row] = -1
         elif is_active and not was_indexed:
-            self.lexical.add(unit.id, unit.content)
-            self.lexical_slot[row] = self.lexical.slot_of(unit.id)
+            self.lexical.add(record.id, record.content)
+            self.lexical_slot[row] = self.lexical.slot_of(record.id)
         self.active[row] = is_active
-        self.persistent[row] = unit.scope is MemoryScope.PERSISTENT
-        self.thread_ids[row] = unit.thread_id
-        self.expires_at[row] = _epoch(unit.expires_at, np.inf)
-        self.importance[row] = unit.importance
-        self.last_used_at[row] = _epoch(unit.last_accessed_at or unit.created_at, 0.0)
+        self.persistent[row] = record.is_persistent
+        self.thread_ids[row] = record.thread_id
+        expires_at = record.epoch("expires_at")
+        self.expires_at[row] = np.inf if expires_at is None else expires_at
+        self.importance[row] = record.importance
+        last_used = record.epoch("last_accessed_at") or record.epoch("created_at")
+        self.last_used_at[row] = last_used or 0.0
 
     def drop(self, memory_id: str) -> None:
         """Remove a deleted memory; its row stays, never eligible again."""
         row = self.row_of.pop(memory_id, None)
-        unit = self.units.pop(memory_id, None)
-        if row is None or unit is None:
+        record = self.records.pop(memory_id, None)
+        if row is None or record is None:
             return
-        if unit.status is MemoryStatus.ACTIVE:
+        if record.is_active:
             self.lexical.remove(memory_id)
         self.active[row] = False
         self.lexical_slot[row] = -1
@@ -142,8 +201,10 @@ class RankingCache:
         writer: VectorWriter,
         spec: EmbeddingSpec,
         embed: Callable[[list[str]], np.ndarray] | None = None,
+        local: SealedVectorCache | None = None,
     ) -> None:
         self._rows = rows
+        self._local = local
         self._vectors = vectors
         self._writer = writer
         self._dimension = spec.dimension
@@ -234,29 +295,39 @@ class RankingCache:
     def _load(self, user_id: str, generation: int) -> UserIndex:
         index = UserIndex(generation, self._dimension)
         self._writer.flush()
-        units = self._rows.list(user_id)
-        self._sweep(user_id, {unit.id for unit in units})
-        if not units:
+        records = self._rows.index_rows(user_id)
+        # Strays never reach a ranking (the index is built from the rows), so the sweep
+        # need not hold up the search that triggered this load.
+        live = {record.id for record in records}
+        self._writer.run_later(lambda: self._sweep(user_id, live))
+        if not records:
             return index
-        ids = [unit.id for unit in units]
+        ids = [record.id for record in records]
         sealed_before = self._rows.vector_keys(user_id, ids)
         keys = vector_keys_of(self._rows, user_id, ids, known=sealed_before)
-        stored = self._vectors.get(ids)
+        copied = self._local.read(user_id) if self._local is not None else {}
+        sealed = {i: copied[i] for i in ids if i in copied and i in sealed_before}
+        stored = self._vectors.get([i for i in ids if i not in sealed])
         # A vector without a key was forgotten by another process since the rows were read;
         # one whose key is new was written before vectors were sealed.
-        vectors = _unsealed(
-            {k: v for k, v in stored.items() if k in sealed_before},
-            keys,
-        )
+        sealed |= {k: v for k, v in stored.items() if k in sealed_before}
+        vectors = _unsealed(sealed, keys)
         vectors |= {k: v for k, v in stored.items() if k in keys and k not in sealed_before}
-        resealed = [unit for unit in units if unit.id in vectors and unit.id not in sealed_before]
+        if self._local is not None and needs_refresh(len(ids), len(stored), copied, live):
+            local = self._local
+            self._writer.run_later(lambda: local.write(user_id, sealed))
+        resealed = [r.unit() for r in records if r.id in vectors and r.id not in sealed_before]
         if resealed:
             plain = np.array([vectors[unit.id] for unit in resealed])
             self._writer.submit(resealed, seal(plain, [keys[u.id] for u in resealed]))
-        self._embed_missing(units, vectors, keys)
-        zero = np.zeros(self._dimension, dtype=np.float32)
-        for unit in units:
-            index.insert(unit, vectors.get(unit.id, zero))
+        missing = [r.unit() for r in records if r.id not in vectors and r.id in keys]
+        self._embed_missing(missing, vectors, keys)
+        matrix = np.zeros((len(records), self._dimension), dtype=np.float32)
+        for row, record in enumerate(records):
+            vector = vectors.get(record.id)
+            if vector is not None:
+                matrix[row] = vector
+        index.insert_rows(records, matrix)
         return index
 
     def _sweep(self, user_id: str, live: set[str]) -> None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memora.db import Database
-from memora.models import MemorySource, MemoryStatus, MemoryUnit, utcnow
+from memora.models import MemoryScope, MemorySource, MemoryStatus, MemoryUnit, utcnow
 
 CHANGE_LOG_GENERATIONS = 1000
 """Generations of changes kept per user; a process further behind reloads the user."""
@@ -109,7 +109,76 @@ _COLUMNS = (
     "embedding_model",
     "needs_review",
 )
+_POSITION = {name: position for position, name in enumerate(_COLUMNS)}
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM memories"
+
+
+class IndexRow:
+    """One stored memory as the ranking index reads it: its fields as stored, parsed lazily.
+
+    Building a validated :class:`MemoryUnit` costs about 17 µs; a user of 50,000
+    memories would pay most of a second for units that a search never returns. The
+    index reads the few fields it ranks on from the raw columns and builds the unit
+    only for memories a caller asks for.
+    """
+
+    __slots__ = ("_values", "_unit", "id")
+
+    def __init__(self, values: Sequence[Any]) -> None:
+        self._values = tuple(values)
+        self._unit: MemoryUnit | None = None
+        self.id: str = str(self._values[_POSITION["id"]])
+
+    @classmethod
+    def of(cls, unit: MemoryUnit) -> IndexRow:
+        """The row of an already built unit."""
+        row = cls(_row_values(unit))
+        row._unit = unit
+        return row
+
+    def _field(self, name: str) -> Any:
+        return self._values[_POSITION[name]]
+
+    @property
+    def content(self) -> str:
+        """The memory's text."""
+        return str(self._field("content"))
+
+    @property
+    def thread_id(self) -> str | None:
+        """The thread a thread-scoped memory belongs to."""
+        value = self._field("thread_id")
+        return None if value is None else str(value)
+
+    @property
+    def is_active(self) -> bool:
+        """Whether the memory is active (not superseded or archived)."""
+        return bool(self._field("status") == MemoryStatus.ACTIVE.value)
+
+    @property
+    def is_persistent(self) -> bool:
+        """Whether the memory is in every thread's scope."""
+        return bool(self._field("scope") == MemoryScope.PERSISTENT.value)
+
+    @property
+    def importance(self) -> int:
+        """The memory's importance, 1 to 5."""
+        return int(self._field("importance"))
+
+    def epoch(self, name: str) -> float | None:
+        """A timestamp column as seconds since the epoch, or None when unset."""
+        value = self._field(name)
+        if value is None:
+            return None
+        if isinstance(value, datetime):
+            return value.timestamp()
+        return datetime.fromisoformat(str(value)).timestamp()
+
+    def unit(self) -> MemoryUnit:
+        """The validated memory (built on first use)."""
+        if self._unit is None:
+            self._unit = _unit_from_values(self._values)
+        return self._unit
 
 
 @dataclass(frozen=True)
@@ -212,6 +281,10 @@ class RowStore(Protocol):
         optionally one page of them."""
         ...
 
+    def index_rows(self, user_id: str) -> builtins.list[IndexRow]:
+        """All the user's memories as :class:`IndexRow`, oldest first (for the ranking index)."""
+        ...
+
     def all_memories(self) -> builtins.list[MemoryUnit]:
         """Every memory of every user, in insertion order."""
         ...
@@ -292,7 +365,11 @@ def _row_values(unit: MemoryUnit) -> tuple[Any, ...]:
 
 
 def _unit_from_row(row: Any) -> MemoryUnit:
-    data = {name: row[name] for name in _COLUMNS}
+    return _unit_from_values(tuple(row[name] for name in _COLUMNS))
+
+
+def _unit_from_values(values: Sequence[Any]) -> MemoryUnit:
+    data = dict(zip(_COLUMNS, values, strict=True))
     data["source"] = MemorySource.model_validate_json(data["source"])
     data["metadata"] = json.loads(data["metadata"])
     return MemoryUnit.model_validate(data)
@@ -539,6 +616,11 @@ class SqliteRowStore:
             sql += " LIMIT ? OFFSET ?"
             params += [limit, offset]
         return [_unit_from_row(row) for row in self.db.query(sql, params)]
+
+    def index_rows(self, user_id: str) -> builtins.list[IndexRow]:
+        """All the user's rows, oldest first, parsed only as far as ranking needs."""
+        rows = self.db.query(f"{_SELECT} WHERE user_id = ? ORDER BY created_at, rowid", (user_id,))
+        return [IndexRow(row) for row in rows]
 
     def all_memories(self) -> builtins.list[MemoryUnit]:
         """Every row, in insertion order."""

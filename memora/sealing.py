@@ -37,33 +37,39 @@ def new_key() -> bytes:
 
 
 def _noise(keys: list[bytes], dimension: int) -> np.ndarray:
-    """One row of unit-variance noise per key: SHAKE-256 output read as uniform on ±sqrt(3).
+    """One row of unit-variance noise per key, times ``MASK_SCALE``: SHAKE-256 output read as
+    uniform on ±sqrt(3).
 
     Uniform rather than Gaussian: it costs no transcendental functions, so a user's
     whole index unseals quickly; with this scale, a sealed component falls within an
     embedding component of the noise's edge (where it would hint at a sign) about once
-    in two thousand.
+    in two thousand. The arithmetic is float32, as stored: a mask of up to ±111 rounds
+    to within 4e-6, below the float32 rounding of the sealed value itself.
     """
     raw = np.frombuffer(
         b"".join(hashlib.shake_256(key).digest(4 * dimension) for key in keys), dtype="<u4"
     ).reshape(len(keys), dimension)
-    return (raw.astype(np.float64) * (2.0 / 2.0**32) - 1.0) * np.sqrt(3.0)
+    edge = np.float32(MASK_SCALE * np.sqrt(3.0))
+    masks = raw.astype(np.float32)
+    masks *= np.float32(2.0 / 2.0**32) * edge
+    masks -= edge
+    return masks
 
 
 def _masks(vectors: np.ndarray, keys: list[bytes]) -> np.ndarray:
     if len(keys) != len(vectors):
         raise ValueError("one key per vector is required")
     dimension = vectors.shape[1] if vectors.ndim == 2 else 0
-    return MASK_SCALE * _noise(keys, dimension).reshape(vectors.shape)
+    return _noise(keys, dimension).reshape(vectors.shape)
 
 
 def seal(vectors: np.ndarray, keys: list[bytes]) -> np.ndarray:
     """The vectors as Chroma may hold them: each masked with its memory's key."""
-    vectors = np.asarray(vectors, dtype=np.float64)
-    return (vectors + _masks(vectors, keys)).astype(np.float32)
+    vectors = np.asarray(vectors, dtype=np.float32)
+    return vectors + _masks(vectors, keys)
 
 
 def unseal(sealed: np.ndarray, keys: list[bytes]) -> np.ndarray:
     """The embeddings back from sealed vectors and their keys."""
-    sealed = np.asarray(sealed, dtype=np.float64)
-    return (sealed - _masks(sealed, keys)).astype(np.float32)
+    sealed = np.asarray(sealed, dtype=np.float32)
+    return sealed - _masks(sealed, keys)

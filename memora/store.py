@@ -36,6 +36,7 @@ from memora.models import MemoryStatus, MemoryUnit, utcnow
 from memora.ranking_cache import RankingCache, UserIndex, vector_keys_of
 from memora.rows import RowStore, SqliteRowStore
 from memora.sealing import new_key, seal
+from memora.vector_cache import SealedVectorCache
 from memora.vectors import COLLECTION_NAME, ChromaVectorIndex, VectorWriter
 
 logger = logging.getLogger(__name__)
@@ -86,7 +87,12 @@ class LongTermMemoryStore:
         self._check_model(allow_model_change)
         self.vectors = ChromaVectorIndex(data_dir, spec, chroma_url, chroma_collection)
         self._vector_writer = VectorWriter(self._write_live_vectors)
-        self._cache = RankingCache(self.rows, self.vectors, self._vector_writer, spec, embed)
+        self.local_vectors = SealedVectorCache(
+            data_dir / "vector_cache", spec.model_id, spec.dimension
+        )
+        self._cache = RankingCache(
+            self.rows, self.vectors, self._vector_writer, spec, embed, self.local_vectors
+        )
         self._lock = threading.RLock()
 
     @property
@@ -243,6 +249,9 @@ class LongTermMemoryStore:
             try:
                 with self.rows.vector_lock():
                     self.vectors.delete(chain_ids)
+                    # Sealed entries would be noise already; dropping the copy costs one unlink
+                    # and the next load rebuilds it without them.
+                    self.local_vectors.drop(user_id)
             except StoreError as error:
                 # The keys went with the rows: what Chroma still holds is noise, swept on load.
                 logger.warning("forgotten vectors stay in Chroma until the next sweep: %s", error)
@@ -264,6 +273,7 @@ class LongTermMemoryStore:
             with self.rows.vector_lock():
                 vector_ids = self.vectors.ids_of(user_id)
                 self.vectors.delete(vector_ids)
+                self.local_vectors.drop(user_id)
             self._cache.clear()
             return ids, len(vector_ids)
 
@@ -326,6 +336,7 @@ class LongTermMemoryStore:
         self.flush()
         with self._lock:
             self.vectors.drop()
+            self.local_vectors.drop_all()
             self._cache.clear()
             units = self.rows.all_memories()
             for start in range(0, len(units), batch_size):

@@ -12,6 +12,7 @@ runs on a per-user matrix (see ``memora.ranking_cache``).
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import functools
 import logging
@@ -247,6 +248,13 @@ def _at_thread_shutdown(callback: Callable[[], None]) -> None:
         register(callback)
 
 
+UPKEEP_IDLE_S = 2.0
+"""Upkeep waits for this long a pause in writes (or a flush), so no answer waits for it."""
+_Batch = tuple[list[MemoryUnit], np.ndarray]
+_WAKE = "wake"
+"""Queue marker that only makes the writer look at its upkeep again."""
+
+
 class VectorWriter:
     """Writes vectors to Chroma from one background thread, batched, in submission order.
 
@@ -257,6 +265,9 @@ class VectorWriter:
     holds the text and is the source of truth: a vector not yet written (or
     lost in a crash) is re-embedded from it by whichever process next loads
     the user.
+
+    The same thread runs upkeep (sweeping stray vectors) once writes pause, since
+    it holds the GIL as much as a write does.
     """
 
     def __init__(
@@ -268,12 +279,12 @@ class VectorWriter:
         self._write = write
         self._max_delay_s = max_delay_s
         self._max_batch = max_batch
-        self._queue: queue.Queue[tuple[list[MemoryUnit], np.ndarray] | None] = queue.Queue()
+        self._queue: queue.Queue[_Batch | str | None] = queue.Queue()
+        self._upkeep: collections.deque[Callable[[], None]] = collections.deque()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
 
-    def submit(self, units: Sequence[MemoryUnit], vectors: np.ndarray) -> None:
-        """Queue vectors for writing."""
+    def _start(self) -> None:
         with self._start_lock:
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -281,24 +292,39 @@ class VectorWriter:
                 )
                 self._thread.start()
                 _at_thread_shutdown(self.flush)
+
+    def submit(self, units: Sequence[MemoryUnit], vectors: np.ndarray) -> None:
+        """Queue vectors for writing."""
+        self._start()
         self._queue.put((list(units), np.array(vectors, dtype=np.float32)))
 
+    def run_later(self, task: Callable[[], None]) -> None:
+        """Run ``task`` on the writer's thread after a pause in writes, or at the next flush."""
+        self._start()
+        self._upkeep.append(task)
+        self._queue.put(_WAKE)
+
     def flush(self) -> None:
-        """Write everything queued now and wait until it is written (or logged as failed)."""
+        """Write everything queued now, run pending upkeep, and wait until both are done."""
         if self._thread is not None:
             self._queue.put(None)
             self._queue.join()
 
     def _run(self) -> None:
         while True:
-            batch = [self._queue.get()]
+            try:
+                first = self._queue.get(timeout=UPKEEP_IDLE_S if self._upkeep else None)
+            except queue.Empty:
+                self._run_upkeep()
+                continue
+            batch = [first]
             deadline = time.monotonic() + self._max_delay_s
-            while batch[-1] is not None and sum(len(b[0]) for b in batch if b) < self._max_batch:
+            while isinstance(batch[-1], tuple) and self._queued_units(batch) < self._max_batch:
                 try:
                     batch.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
                 except queue.Empty:
                     break
-            items = [item for item in batch if item is not None]
+            items = [item for item in batch if isinstance(item, tuple)]
             try:
                 if items:
                     self._write(
@@ -310,5 +336,19 @@ class VectorWriter:
                     "could not write %d vector batches to Chroma", len(items), exc_info=True
                 )
             finally:
+                if None in batch:
+                    self._run_upkeep()
                 for _ in batch:
                     self._queue.task_done()
+
+    def _run_upkeep(self) -> None:
+        while self._upkeep:
+            task = self._upkeep.popleft()
+            try:
+                task()
+            except Exception:  # the next load schedules the same upkeep again
+                logger.warning("vector upkeep failed", exc_info=True)
+
+    @staticmethod
+    def _queued_units(batch: list[_Batch | str | None]) -> int:
+        return sum(len(item[0]) for item in batch if isinstance(item, tuple))

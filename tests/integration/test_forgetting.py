@@ -74,11 +74,23 @@ def _forget_and_scan(memora: Memora, root: Path) -> None:
     assert np.allclose(unseal(sealed[None, :], [key])[0], embedding, atol=1e-4)
     fingerprints = embedding_fingerprints(embedding)
     assert files_containing(root, fingerprints) == [], "a plain embedding reached the disk"
+    # A second library loads the user, leaving a local copy of the sealed vectors that
+    # holds this memory's (an older copy would be kept while it is 95% complete).
+    memora.store.local_vectors.drop("alice")
+    other = Memora(memora.settings, embeddings=memora.embeddings)
+    other.search("alice", "tea")
+    other.close()
+    assert any("vector_cache" in path for path in files_containing(root, [sealed.tobytes()])), (
+        "the local vector copy was not written, so the scan below would not test it"
+    )
 
     assert memora.forget("alice", memory_id) == [memory_id]
     assert files_containing(root, [SECRET_FACT.encode(), b"Chen Wei"]) == []
     assert files_containing(root, [key]) == []
     assert files_containing(root, fingerprints) == []
+    assert files_containing(root, [sealed.tobytes()]) == [] or all(
+        "vector_cache" not in path for path in files_containing(root, [sealed.tobytes()])
+    )
     assert memora.search("alice", "Who lives in Taichung?") == [] or all(
         hit.memory.id != memory_id for hit in memora.search("alice", "Who lives in Taichung?")
     )

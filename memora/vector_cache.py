@@ -1,0 +1,100 @@
+"""A local copy of each user's sealed vectors, so a new process does not wait on Chroma.
+
+Reading a user's 50,000 vectors back through Chroma's ``get`` costs about a second
+(its bindings build a Python float for every component); reading the same
+vectors from one ``.npy`` file costs tens of milliseconds. The copy holds sealed
+vectors only (see ``memora.sealing``): a forgotten memory's key is deleted with its
+row, so its entry here is noise from then on, exactly like the copies Chroma's own
+log keeps. A memory's sealed vector never changes while its id lives (a vector is
+written once per id, and re-embedding with the same model gives the same vector), so
+an entry is either right or ignored: only ids that are live and keyed are used.
+
+The file names are a hash of the user id, not the id. A forget or erasing the user
+deletes the file, so a forgotten memory's entry does not even stay as noise on this
+node. Writes go to a temporary file renamed into place, so a reader in another
+process sees the old copy or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+REFRESH_SHARE = 0.05
+"""Rewrite a user's copy once this share of the live vectors came from Chroma or is stale."""
+
+
+class SealedVectorCache:
+    """Sealed vectors by memory id, one file per user and embedding model, under ``root``."""
+
+    def __init__(self, root: Path, model_id: str, dimension: int) -> None:
+        self.root = root
+        self._tag = hashlib.sha256(f"{model_id}\0{dimension}".encode()).hexdigest()[:16]
+        self._dimension = dimension
+
+    def _path(self, user_id: str) -> Path:
+        digest = hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return self.root / f"{digest}-{self._tag}.npz"
+
+    def read(self, user_id: str) -> dict[str, np.ndarray]:
+        """The user's cached sealed vectors (empty when there is no usable copy)."""
+        path = self._path(user_id)
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                ids = [str(memory_id) for memory_id in data["ids"]]
+                sealed = np.asarray(data["sealed"], dtype=np.float32)
+        except FileNotFoundError:
+            return {}
+        except Exception as error:  # a damaged copy is only a slower load
+            logger.warning("ignoring the unreadable vector cache %s (%s)", path.name, error)
+            return {}
+        if sealed.shape != (len(ids), self._dimension):
+            return {}
+        return dict(zip(ids, sealed, strict=True))
+
+    def write(self, user_id: str, sealed: dict[str, np.ndarray]) -> None:
+        """Replace the user's copy with these sealed vectors (atomically)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        ids = list(sealed)
+        matrix = (
+            np.stack([sealed[memory_id] for memory_id in ids]).astype(np.float32)
+            if ids
+            else np.zeros((0, self._dimension), dtype=np.float32)
+        )
+        handle, temporary = tempfile.mkstemp(dir=self.root, suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as file:
+                np.savez(file, ids=np.array(ids, dtype=str), sealed=matrix)
+            os.replace(temporary, self._path(user_id))
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+            raise
+
+    def drop(self, user_id: str) -> None:
+        """Delete the user's copies for every embedding model."""
+        digest = self._path(user_id).name.split("-", 1)[0]
+        for path in self.root.glob(f"{digest}-*.npz"):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    def drop_all(self) -> None:
+        """Delete every copy (the vectors were rebuilt)."""
+        for path in self.root.glob("*.npz"):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+def needs_refresh(live: int, fetched: int, cached: Iterable[str], live_ids: set[str]) -> bool:
+    """Whether a copy is worth rewriting: enough of it came from Chroma or is stale."""
+    stale = sum(1 for memory_id in cached if memory_id not in live_ids)
+    return live > 0 and (fetched + stale) > REFRESH_SHARE * live
