@@ -28,10 +28,17 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg.rows import tuple_row
 
 from memora.models import MemorySource, MemoryStatus, MemoryUnit, utcnow
 from memora.postgres import PostgresDatabase
-from memora.rows import CHANGE_LOG_GENERATIONS, EmbeddingModelRecord, GenerationBump
+from memora.rows import (  # the same columns in the same order: IndexRow reads them by position
+    _COLUMNS,
+    CHANGE_LOG_GENERATIONS,
+    EmbeddingModelRecord,
+    GenerationBump,
+    IndexRow,
+)
 
 SCHEMA_VERSION = 1
 _STORE_WIDE = ""
@@ -88,29 +95,6 @@ _SCHEMA = [
     )""",
 ]
 
-_COLUMNS = (
-    "id",
-    "user_id",
-    "content",
-    "memory_type",
-    "kind",
-    "scope",
-    "thread_id",
-    "importance",
-    "confidence",
-    "source",
-    "metadata",
-    "created_at",
-    "updated_at",
-    "last_accessed_at",
-    "access_count",
-    "expires_at",
-    "status",
-    "superseded_by",
-    "supersedes",
-    "embedding_model",
-    "needs_review",
-)
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM memories"
 _SCRUBBED_TABLES = ("memories", "vector_keys", "changes")
 """Tables whose deleted rows held memory text or keys, or name forgotten ids."""
@@ -394,6 +378,15 @@ class PostgresRowStore:
             sql += " LIMIT %s OFFSET %s"
             params += [limit, offset]
         return [_unit_from_row(row) for row in self._query(sql, params)]
+
+    def index_rows(self, user_id: str) -> builtins.list[IndexRow]:
+        """All the user's rows, oldest first, parsed only as far as ranking needs."""
+        with self.db.connection() as conn:
+            cursor = conn.cursor(row_factory=tuple_row)
+            rows = cursor.execute(
+                f"{_SELECT} WHERE user_id = %s ORDER BY created_at, seq", (user_id,)
+            ).fetchall()
+        return [IndexRow(row) for row in rows]
 
     def all_memories(self) -> builtins.list[MemoryUnit]:
         """Every row, in insertion order."""
