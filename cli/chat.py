@@ -191,7 +191,7 @@ def chat(
     console.print(
         f"Thread: {thread_id} (resume with --thread {thread_id}); user: {user}", markup=False
     )
-    with open_agent(settings.data_dir) as agent:
+    with open_agent(settings.data_dir, settings.database_url) as agent:
         try:
             _converse(agent, memora, thread_id, user, verbose)
         except ApprovalUnanswered:

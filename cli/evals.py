@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from rich.table import Table
 
 from cli.console import console, errors
-from evals.common import scratch_memora
+from evals.common import BACKENDS, scratch_memora
 from evals.locomo import KS, run_locomo
 from evals.update import FIELDS as UPDATE_FIELDS
 from evals.update import run_update
@@ -27,6 +27,19 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.
 DirOption = Annotated[
     Path | None, typer.Option("--data-dir", help="Keep the built store here (default: temp).")
 ]
+BackendOption = Annotated[
+    str,
+    typer.Option(
+        help="Memora's store: sqlite (files) or postgres (MEMORA_DATABASE_URL and "
+        "MEMORA_CHROMA_URL; a scratch database and collection on them, dropped afterwards)."
+    ),
+]
+
+
+def _backend(name: str) -> str:
+    if name not in BACKENDS:
+        raise typer.BadParameter(f"--backend must be one of {', '.join(BACKENDS)}")
+    return name
 
 
 @contextmanager
@@ -226,12 +239,16 @@ def eval_perf(
     big_user: Annotated[
         int, typer.Option(help="Memories of the one big user (0 to skip that part).")
     ] = 50_000,
+    backend: BackendOption = "sqlite",
 ) -> None:
     """Search, write-path and forget latency with USERS x PER_USER synthetic memories, ingest
     rate, and one user with BIG_USER memories (first page, cold search, a foreign write)."""
     from evals.perf import run_big_user, run_perf
 
-    with scratch_memora(data_dir) as memora, _progress("users ingested", as_json) as progress:
+    with (
+        scratch_memora(data_dir, _backend(backend)) as memora,
+        _progress("users ingested", as_json) as progress,
+    ):
         result = run_perf(memora, users=users, per_user=per_user, progress=progress)
         if big_user:
             result["big_user"] = run_big_user(memora, big_user, progress)
@@ -415,6 +432,7 @@ def eval_scale(
     timeout: Annotated[
         float, typer.Option(help="Seconds allowed per system and size before it is capped.")
     ] = 1800.0,
+    backend: BackendOption = "sqlite",
 ) -> None:
     """Search and write latency, ingest rate, peak RSS and disk as the store grows.
 
@@ -423,10 +441,11 @@ def eval_scale(
     from evals.peers import MEMORA, PEERS
     from evals.scale import NOTES, USERS, growth, run_scale
 
+    backend = _backend(backend)
     wanted = sorted({int(size) for size in sizes.split(",") if size.strip()})
     systems = [MEMORA, *(PEERS if peers else ())]
     with _progress("system x size", as_json) as progress:
-        results = run_scale(systems, wanted, timeout, progress)
+        results = run_scale(systems, wanted, timeout, progress, backend)
     if as_json:
         _print_json(results)
         return
@@ -438,7 +457,8 @@ def eval_scale(
         "ingest memories/s",
         "peak RSS MB",
         "disk MB",
-        title=f"Scale: stores of {', '.join(f'{s:,}' for s in wanted)} memories over {USERS} users",
+        title=f"Scale: stores of {', '.join(f'{s:,}' for s in wanted)} memories over {USERS} users"
+        + (" (Memora on Postgres + a Chroma server)" if backend == "postgres" else ""),
     )
     for name, result in results.items():
         if "error" in result:

@@ -22,7 +22,7 @@ def threads_list(user: Annotated[str | None, typer.Option("--user", "-u")] = Non
     if user is not None:
         validate_user_id(user)
     table = Table("thread", "user", "updated", "messages")
-    with open_agent(get_settings().data_dir) as agent:
+    with open_agent(get_settings().data_dir, get_settings().database_url) as agent:
         records = thread_records(agent)
     for record in records:
         if user is None or record.user_id == user:
@@ -42,7 +42,7 @@ def threads_delete(
 ) -> None:
     """Delete a thread's whole transcript (its checkpoints)."""
     validate_thread_id(thread_id)
-    with open_agent(get_settings().data_dir) as agent:
+    with open_agent(get_settings().data_dir, get_settings().database_url) as agent:
         if not any(record.thread_id == thread_id for record in thread_records(agent)):
             errors.print(f"no thread {thread_id}", markup=False)
             raise typer.Exit(1)

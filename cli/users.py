@@ -26,7 +26,7 @@ def users_export(
     """Write USER's memories (every version), profile, audit and threads as one JSON object."""
     validate_user_id(user)
     data = open_memora().export_user(user)
-    with open_agent(get_settings().data_dir) as agent:
+    with open_agent(get_settings().data_dir, get_settings().database_url) as agent:
         data["threads"] = [
             {
                 "thread_id": record.thread_id,
@@ -57,7 +57,7 @@ def users_erase(
     if not yes and ask(f"Erase everything of {user}? [y/N]: ") not in {"y", "yes"}:
         console.print("kept")
         return
-    with open_agent(get_settings().data_dir) as agent:
+    with open_agent(get_settings().data_dir, get_settings().database_url) as agent:
         threads = [record.thread_id for record in thread_records(agent) if record.user_id == user]
         delete_threads(agent, threads)
     report = open_memora().erase_user(user)

@@ -365,13 +365,15 @@ def open_system(
     *,
     embeddings: Embeddings | None = None,
     actor: str = "bench",
+    backend: str = "sqlite",
 ) -> Iterator[MemorySystem]:
     """Open one system on a fresh data dir (a temporary one unless given), close it after.
 
+    ``backend`` places Memora's store (see ``evals.common.BACKENDS``); peers ignore it.
     Raises :class:`PeerUnavailable` when a peer cannot run here.
     """
     if name == MEMORA:
-        with scratch_memora(data_dir) as memora:
+        with scratch_memora(data_dir, backend) as memora:
             yield MemoraSystem(memora, data_dir or memora.settings.data_dir, actor=actor)
         return
     with tempfile.TemporaryDirectory(prefix=f"memora-peer-{name}-") as tmp:

@@ -3,7 +3,7 @@
 Each (system, size) runs in its own subprocess so that its resident memory is
 its own::
 
-    python -m evals.scale --system memora --size 10000 --out result.json
+    python -m evals.scale --system memora --size 10000 --out result.json [--backend postgres]
 
 The child builds a store of ``size`` synthetic short facts spread over
 ``USERS`` users (bulk path: Memora ``ingest``, mem0 its vector store's batch
@@ -11,7 +11,8 @@ The child builds a store of ``size`` synthetic short facts spread over
 searches (``synthetic_queries``) and the write path one memory at a time
 (Memora the full ``add``: policy, importance, reconciliation, store; mem0
 ``add(infer=False)``; LangGraph store ``put``), and reports its peak RSS and
-the size of its data dir.
+the size of its data dir (on Postgres: of the scratch database; the Chroma server's
+directory is not counted).
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from evals.common import percentile_ms
+from evals.common import BACKENDS, database_mb, percentile_ms
 from evals.peers import Item, MemorySystem, PeerUnavailable, open_system
 from evals.synthetic import synthetic_facts, synthetic_queries
+from memora.db import StoreError
 
 USERS = 10
 QUERIES = 200
@@ -108,23 +110,32 @@ def measure(system: MemorySystem, size: int, users: int = USERS) -> dict[str, An
     }
 
 
-def run_child(name: str, size: int) -> dict[str, Any]:
+def run_child(name: str, size: int, backend: str = "sqlite") -> dict[str, Any]:
     """One system, one size, in this process (what the subprocess runs)."""
     with tempfile.TemporaryDirectory(prefix=f"memora-scale-{name}-") as tmp:
         try:
-            with open_system(name, Path(tmp) / "data") as system:
-                return measure(system, size)
+            with open_system(name, Path(tmp) / "data", backend=backend) as system:
+                result = measure(system, size)
+                memora = getattr(system, "memora", None)
+                rows_mb = database_mb(memora) if memora is not None else None
+                if rows_mb is not None:
+                    result["disk_mb"] = rows_mb
+                return result
         except PeerUnavailable as error:
+            return {"error": str(error), "unavailable": True}
+        except StoreError as error:
             return {"error": str(error), "unavailable": True}
 
 
-def run_in_subprocess(name: str, size: int, timeout_s: float) -> dict[str, Any]:
+def run_in_subprocess(
+    name: str, size: int, timeout_s: float, backend: str = "sqlite"
+) -> dict[str, Any]:
     """Run one (system, size) in a fresh interpreter and read its JSON."""
     with tempfile.TemporaryDirectory(prefix="memora-scale-out-") as tmp:
         out = Path(tmp) / "result.json"
         env = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "MEM0_TELEMETRY": "False"}
         command = [sys.executable, "-m", "evals.scale", "--system", name]
-        command += ["--size", str(size), "--out", str(out)]
+        command += ["--size", str(size), "--out", str(out), "--backend", backend]
         try:
             done = subprocess.run(
                 command, capture_output=True, text=True, timeout=timeout_s, env=env, check=False
@@ -143,8 +154,9 @@ def run_scale(
     sizes: list[int],
     timeout_s: float = 1800.0,
     progress: Callable[[int, int], None] | None = None,
+    backend: str = "sqlite",
 ) -> dict[str, Any]:
-    """Every system at every size, each in its own subprocess.
+    """Every system at every size, each in its own subprocess (Memora on ``backend``).
 
     A system that cannot run gets ``{"error": why}``; one that fails or times out
     at a size gets that size's error and is not tried at larger sizes.
@@ -159,7 +171,7 @@ def run_scale(
             if failed:
                 per_size[str(size)] = {"error": "skipped: a smaller size did not finish"}
             else:
-                per_size[str(size)] = run_in_subprocess(name, size, timeout_s)
+                per_size[str(size)] = run_in_subprocess(name, size, timeout_s, backend)
                 failed = "error" in per_size[str(size)]
             done += 1
             if progress:
@@ -205,13 +217,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--system", required=True)
     parser.add_argument("--size", type=int, required=True)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--backend", choices=BACKENDS, default="sqlite")
     args = parser.parse_args(argv)
     import logging
     import warnings
 
     logging.disable(logging.WARNING)
     warnings.filterwarnings("ignore")
-    result = run_child(args.system, args.size)
+    result = run_child(args.system, args.size, args.backend)
     args.out.write_text(json.dumps(result), encoding="utf-8")
     return 0
 

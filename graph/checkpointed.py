@@ -1,4 +1,5 @@
-"""The graph for local use (CLI, demo, evaluations): compiled with a SQLite checkpointer."""
+"""The graph for local use (CLI, demo, evaluations): compiled with a SQLite checkpointer,
+or a Postgres one when the memory database is Postgres (several nodes, one set of threads)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
+from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command, Durability
 
 from graph.builder import RECURSION_LIMIT, builder
 from memora.db import StoreError, describe_sqlite_error
+from memora.postgres import describe_postgres_error
 
 CHECKPOINTS_FILE = "checkpoints.sqlite"
 
@@ -64,6 +68,21 @@ class LatestOnlySqliteSaver(SqliteSaver):
         return saved
 
 
+class LatestOnlyPostgresSaver(PostgresSaver):
+    """A Postgres checkpointer that keeps only each thread's newest checkpoint and its writes.
+
+    For the reasons given in :class:`LatestOnlySqliteSaver`; the pruning is the
+    library's own ``prune(strategy="keep_latest")``, which also drops the blobs
+    only older checkpoints referenced. Dead tuples stay until VACUUM, which
+    runs when a thread is deleted (and autovacuum in between).
+    """
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        saved = super().put(config, checkpoint, metadata, new_versions)
+        self.prune([str(saved["configurable"]["thread_id"])], strategy="keep_latest")
+        return saved
+
+
 def _ends_the_run(checkpoint: Any) -> bool:
     """Whether this checkpoint triggers no further node: the run's last one."""
     updated = checkpoint.get("updated_channels") or []
@@ -71,12 +90,17 @@ def _ends_the_run(checkpoint: Any) -> bool:
 
 
 @contextmanager
-def open_agent(data_dir: Path) -> Iterator[Any]:
-    """The graph compiled with a SQLite checkpointer under ``data_dir``, closed on exit.
+def open_agent(data_dir: Path, database_url: str | None = None) -> Iterator[Any]:
+    """The graph compiled with a checkpointer, closed on exit: Postgres at ``database_url``
+    when given, else SQLite under ``data_dir``.
 
     Raises:
         StoreError: The data dir or the checkpoint database cannot be used.
     """
+    if database_url:
+        with _postgres_agent(database_url) as agent:
+            yield agent
+        return
     path = data_dir / CHECKPOINTS_FILE
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -91,6 +115,27 @@ def open_agent(data_dir: Path) -> Iterator[Any]:
         raise StoreError(f"cannot use data dir {data_dir}: {error}") from None
     except sqlite3.Error as error:
         raise StoreError(describe_sqlite_error(path, error)) from None
+    try:
+        agent = builder.compile(checkpointer=saver, name="memora")
+        yield agent.with_config({"recursion_limit": RECURSION_LIMIT})
+    finally:
+        conn.close()
+
+
+@contextmanager
+def _postgres_agent(database_url: str) -> Iterator[Any]:
+    try:
+        conn = psycopg.Connection.connect(
+            database_url,
+            autocommit=True,
+            prepare_threshold=0,
+            row_factory=psycopg.rows.dict_row,
+            connect_timeout=10,
+        )
+        saver = LatestOnlyPostgresSaver(conn)
+        saver.setup()
+    except psycopg.Error as error:
+        raise StoreError(describe_postgres_error(database_url, error)) from None
     try:
         agent = builder.compile(checkpointer=saver, name="memora")
         yield agent.with_config({"recursion_limit": RECURSION_LIMIT})
@@ -129,7 +174,13 @@ def thread_records(agent: Any) -> list[ThreadRecord]:
 
 
 def delete_threads(agent: Any, thread_ids: list[str]) -> None:
-    """Delete these threads' checkpoints and rewrite the file so no page keeps them."""
+    """Delete these threads' checkpoints and rewrite the file so no page keeps them
+    (on Postgres: VACUUM the checkpoint tables)."""
     for thread_id in thread_ids:
         agent.checkpointer.delete_thread(thread_id)
-    agent.checkpointer.conn.execute("VACUUM")
+    if isinstance(agent.checkpointer, PostgresSaver):
+        conn = agent.checkpointer.conn
+        assert isinstance(conn, psycopg.Connection)  # open_agent gives it one autocommit connection
+        conn.execute("VACUUM checkpoints, checkpoint_blobs, checkpoint_writes")
+    else:
+        agent.checkpointer.conn.execute("VACUUM")

@@ -116,10 +116,16 @@ class Memora:
             self.settings.data_dir,
             self.embeddings.spec,
             self.settings.chroma_url,
+            database_url=self.settings.database_url,
+            chroma_collection=self.settings.chroma_collection,
             embed=self.embeddings.embed_array,
             allow_model_change=allow_model_change,
         )
-        self.audit = AuditLog(self.settings.data_dir)
+        self.audit = (
+            AuditLog(self.store.db)
+            if self.settings.database_url
+            else AuditLog.in_data_dir(self.settings.data_dir)
+        )
         self.profile = UserProfileStore(self.store.db)
         judge = self._chat_judge()
         self.reconciler = reconciler or (LLMReconciler(judge) if judge else OfflineReconciler())
@@ -140,7 +146,8 @@ class Memora:
     def close(self) -> None:
         """Finish pending vector writes and close the databases."""
         self.store.close()
-        self.audit.db.close()
+        if self.audit.db is not self.store.db:
+            self.audit.db.close()
 
     # -- write path ---------------------------------------------------------
 
@@ -344,7 +351,7 @@ class Memora:
             self.audit.redact_reads_of(user_id, deleted)
             self.audit.record(user_id, "delete", "deleted", memory_ids=deleted, source=actor)
             self.store.rows.scrub()
-            self.audit.db.scrub()
+            self.audit.scrub()
         return deleted
 
     def erase_user(self, user_id: str) -> ErasureReport:
@@ -362,8 +369,9 @@ class Memora:
             profile_fields=self.profile.erase(user_id),
             audit_entries=self.audit.erase(user_id),
         )
-        self.store.db.scrub()
-        self.audit.db.scrub()
+        self.store.rows.scrub()
+        self.profile.scrub()
+        self.audit.scrub()
         return report
 
     def export_user(self, user_id: str) -> dict[str, Any]:
@@ -578,7 +586,16 @@ _shared: dict[str, Memora] = {}
 def shared_memora(settings: Settings | None = None) -> Memora:
     """The process-wide Memora for the settings' data dir (graph nodes share it)."""
     settings = settings or get_settings()
-    key = f"{settings.data_dir}|{settings.chroma_url}|{settings.embeddings}"
+    key = "|".join(
+        str(part)
+        for part in (
+            settings.data_dir,
+            settings.chroma_url,
+            settings.chroma_collection,
+            settings.database_url,
+            settings.embeddings,
+        )
+    )
     if key not in _shared:
         _shared[key] = Memora(settings)
     return _shared[key]

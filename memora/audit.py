@@ -1,4 +1,4 @@
-"""The audit log: every write decision and every read, in SQLite.
+"""The audit log: every write decision and every read, in SQLite (``audit.db``) or Postgres.
 
 A rejected candidate's text is never recorded, only its reason. Memory text
 is never recorded either: entries name memory ids, so forgetting a memory
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memora.db import Database
+from memora.db import Database, SqlDatabase
 from memora.models import utcnow
 from memora.redaction import redact
 
@@ -36,6 +36,11 @@ CREATE TABLE IF NOT EXISTS audit (
 );
 CREATE INDEX IF NOT EXISTS audit_user ON audit (user_id, seq);
 """
+SCHEMA_VERSION = 1
+_POSTGRES_SCHEMA = [
+    _SCHEMA.split(";")[0].replace("INTEGER PRIMARY KEY AUTOINCREMENT", "BIGSERIAL PRIMARY KEY"),
+    _SCHEMA.split(";")[1],
+]
 
 REDACTED = "[redacted: a memory this query returned was forgotten]"
 
@@ -63,12 +68,24 @@ class AuditEntry:
 class AuditLog:
     """Append-only audit records, plus redaction on forget."""
 
-    def __init__(self, data_dir: Path) -> None:
-        self.db = Database(data_dir / "audit.db", _SCHEMA)
-        columns = {row["name"] for row in self.db.query("PRAGMA table_info(audit)")}
+    def __init__(self, db: SqlDatabase) -> None:
+        self.db = db
+        if db.dialect == "postgres":
+            db.ensure_schema("audit", SCHEMA_VERSION, _POSTGRES_SCHEMA)
+            return
+        columns = {row["name"] for row in db.query("PRAGMA table_info(audit)")}
         if "redactions" not in columns:
-            with self.db.transaction() as conn:
+            with db.transaction() as conn:
                 conn.execute("ALTER TABLE audit ADD COLUMN redactions INTEGER NOT NULL DEFAULT 0")
+
+    @classmethod
+    def in_data_dir(cls, data_dir: Path) -> AuditLog:
+        """The audit in its own SQLite file, ``audit.db``."""
+        return cls(Database(data_dir / "audit.db", _SCHEMA))
+
+    def scrub(self) -> bool:
+        """Make deleted or redacted entries unreadable from storage."""
+        return self.db.reclaim("audit")
 
     def record(
         self,
@@ -138,7 +155,11 @@ class AuditLog:
         if memory_id is not None:
             sql += " AND memory_ids LIKE ?"
             params.append(f'%"{memory_id}"%')
-        rows = self.db.query(sql + " ORDER BY seq DESC LIMIT ?", (*params, limit))
+        sql += " ORDER BY seq DESC"
+        if limit >= 0:
+            sql += " LIMIT ?"
+            params.append(limit)
+        rows = self.db.query(sql, params)
         return [
             AuditEntry(
                 seq=row["seq"],

@@ -30,6 +30,13 @@ class Settings(BaseSettings):
     """Where memories, profile, audit and conversation checkpoints live."""
     chroma_url: str | None = None
     """A Chroma server (``chroma run``) to use instead of the on-disk client, e.g. http://127.0.0.1:8000."""
+    chroma_collection: str = Field(
+        default="memora_memories", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$"
+    )
+    """The Chroma collection holding the vectors (several deployments can share one server)."""
+    database_url: str | None = None
+    """A Postgres database for memory rows, profile and audit, e.g.
+    postgresql://memora@db:5432/memora; unset: SQLite files under the data dir."""
     embeddings: Literal["wordllama", "openai"] = "wordllama"
     """Embedding backend: the offline WordLlama model or OpenAI's API."""
     openai_embedding_model: str = "text-embedding-3-small"
@@ -77,6 +84,15 @@ class Settings(BaseSettings):
     @classmethod
     def _expand(cls, value: Path) -> Path:
         return value.expanduser()
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_url(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        if not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("must be a postgresql:// URL")
+        return value
 
     @field_validator("auth_secret")
     @classmethod

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any, Protocol
 
 
 class StoreError(RuntimeError):
@@ -29,6 +30,34 @@ def describe_sqlite_error(path: Path, error: sqlite3.Error) -> str:
     return f"database {path}: {text}"
 
 
+class SqlDatabase(Protocol):
+    """What the profile and the audit need of a database: SQLite here, Postgres in
+    ``memora.postgres``. Statements use ``?`` placeholders; rows read by column name."""
+
+    dialect: str
+    """``sqlite`` or ``postgres``: which schema statements to use."""
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """Statements in one transaction; errors become ``StoreError``."""
+        ...
+
+    def query(self, sql: str, params: tuple | list = ()) -> list[Any]:
+        """A read-only statement's rows."""
+        ...
+
+    def ensure_schema(self, component: str, version: int, statements: Sequence[str]) -> None:
+        """Create a part's tables if they are missing (idempotent)."""
+        ...
+
+    def reclaim(self, *tables: str) -> bool:
+        """Make deleted rows of these tables unreadable from storage as far as the engine can."""
+        ...
+
+    def close(self) -> None:
+        """Release the connections."""
+        ...
+
+
 class Database:
     """One SQLite file shared by threads of this process through a lock.
 
@@ -38,6 +67,8 @@ class Database:
     images until it is reused, so :meth:`scrub` checkpoints and truncates it
     after anything is deleted.
     """
+
+    dialect = "sqlite"
 
     def __init__(self, path: Path, schema: str, busy_timeout_ms: int = 5000) -> None:
         self.path = path
@@ -100,6 +131,16 @@ class Database:
                 if not busy:
                     return True
             return False
+
+    def ensure_schema(self, component: str, version: int, statements: Sequence[str]) -> None:
+        """Run ``CREATE … IF NOT EXISTS`` statements; one process's file needs no version table."""
+        with self.transaction() as conn:
+            for statement in statements:
+                conn.execute(statement)
+
+    def reclaim(self, *tables: str) -> bool:
+        """``secure_delete`` already zeroed the rows; truncate the log (see :meth:`scrub`)."""
+        return self.scrub()
 
     def close(self) -> None:
         """Close the connection."""

@@ -1,11 +1,16 @@
-"""The user profile: confirmed current facts, injected as background every turn."""
+"""The user profile: confirmed current facts, injected as background every turn.
+
+It lives beside the memories: in ``memora.db`` on SQLite, in the shared
+database on Postgres (the same statements serve both).
+"""
 
 from __future__ import annotations
 
-from memora.db import Database
+from memora.db import SqlDatabase
 from memora.models import utcnow
 from memora.validation import validate_profile_field, validate_user_id
 
+SCHEMA_VERSION = 1
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS profile (
     user_id TEXT NOT NULL,
@@ -18,12 +23,11 @@ CREATE TABLE IF NOT EXISTS profile (
 
 
 class UserProfileStore:
-    """Key-value profile per user, in the same SQLite file as the memories."""
+    """Key-value profile per user, in the same database as the memories."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self.db = db
-        with db.transaction() as conn:
-            conn.execute(_SCHEMA.strip().rstrip(";"))
+        db.ensure_schema("profile", SCHEMA_VERSION, [_SCHEMA.strip().rstrip(";")])
 
     def get(self, user_id: str) -> dict[str, str]:
         """The whole profile of a user."""
@@ -59,3 +63,7 @@ class UserProfileStore:
         """Remove every field of the user's profile; returns how many there were."""
         with self.db.transaction() as conn:
             return int(conn.execute("DELETE FROM profile WHERE user_id = ?", (user_id,)).rowcount)
+
+    def scrub(self) -> bool:
+        """Make deleted fields unreadable from storage (see ``SqlDatabase.reclaim``)."""
+        return self.db.reclaim("profile")

@@ -216,7 +216,7 @@ class RankingCache:
         """This user's ranking index, reloaded if any process wrote since it was built."""
         store_generation = self._rows.store_generation()
         if store_generation != self._seen_store_generation:
-            self._vectors.reopen()
+            self._vectors.see_foreign_writes()
             self._seen_store_generation = store_generation
         generation = self._rows.generation(user_id)
         index = self._indexes.get(user_id)

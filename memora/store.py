@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from memora.db import Database, EmbeddingMismatchError, StoreError
+from memora.db import EmbeddingMismatchError, SqlDatabase, StoreError
 from memora.embeddings import EmbeddingSpec
 from memora.limits import PREVIEW_CHARS
 from memora.models import MemoryStatus, MemoryUnit, utcnow
@@ -64,16 +64,28 @@ class LongTermMemoryStore:
         spec: EmbeddingSpec,
         chroma_url: str | None = None,
         *,
+        database_url: str | None = None,
+        chroma_collection: str = COLLECTION_NAME,
         embed: Callable[[list[str]], np.ndarray] | None = None,
         allow_model_change: bool = False,
     ) -> None:
         self.data_dir = data_dir
         self.spec = spec
-        sqlite_rows = SqliteRowStore(data_dir / "memora.db")
-        self.db: Database = sqlite_rows.db
-        self.rows: RowStore = sqlite_rows
+        self.db: SqlDatabase
+        self.rows: RowStore
+        if database_url:
+            from memora.postgres import PostgresDatabase, describe_url
+            from memora.rows_postgres import PostgresRowStore
+
+            postgres_rows = PostgresRowStore(PostgresDatabase(database_url))
+            self.db, self.rows = postgres_rows.db, postgres_rows
+            self._where = f"the database {describe_url(database_url)}"
+        else:
+            sqlite_rows = SqliteRowStore(data_dir / "memora.db")
+            self.db, self.rows = sqlite_rows.db, sqlite_rows
+            self._where = f"the memory store in {data_dir}"
         self._check_model(allow_model_change)
-        self.vectors = ChromaVectorIndex(data_dir, spec, chroma_url)
+        self.vectors = ChromaVectorIndex(data_dir, spec, chroma_url, chroma_collection)
         self._vector_writer = VectorWriter(self._write_live_vectors)
         self.local_vectors = SealedVectorCache(
             data_dir / "vector_cache", spec.model_id, spec.dimension
@@ -107,7 +119,7 @@ class LongTermMemoryStore:
             or recorded.dimension != str(self.spec.dimension)
         ):
             raise EmbeddingMismatchError(
-                f"the memory store in {self.data_dir} was built with embedding model "
+                f"{self._where} was built with embedding model "
                 f"{recorded.model_id} ({recorded.dimension} dims) but {self.spec.model_id} "
                 f"({self.spec.dimension} dims) is configured; run `memora memories reindex` "
                 "to re-embed every memory with the configured model"

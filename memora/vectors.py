@@ -73,10 +73,17 @@ class ChromaVectorIndex:
     Threads of this process share one client through a lock.
     """
 
-    def __init__(self, data_dir: Path, spec: EmbeddingSpec, chroma_url: str | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        spec: EmbeddingSpec,
+        chroma_url: str | None = None,
+        collection_name: str = COLLECTION_NAME,
+    ) -> None:
         self.data_dir = data_dir
         self.spec = spec
         self._chroma_url = chroma_url
+        self.collection_name = collection_name
         self._client: Any = None
         self._collection: Any = None
         self._lock = threading.RLock()
@@ -97,7 +104,7 @@ class ChromaVectorIndex:
                 self._client = client
                 store = Chroma(
                     client=client,
-                    collection_name=COLLECTION_NAME,
+                    collection_name=self.collection_name,
                     collection_metadata={
                         "hnsw:space": "cosine",
                         "embedding_model": self.spec.model_id,
@@ -129,6 +136,12 @@ class ChromaVectorIndex:
                     self._client.close()
             self._client = None
             self._collection = None
+
+    def see_foreign_writes(self) -> None:
+        """Make another process's writes visible: a persistent client is reopened, a
+        server's client already sees them."""
+        if self._chroma_url is None:
+            self.reopen()
 
     def _call(self, action: str, operation: Callable[[Any], Any]) -> Any:
         """Run ``operation(collection)``, reopening the client and retrying on a Chroma error.
@@ -215,7 +228,7 @@ class ChromaVectorIndex:
         self.reopen()
         try:
             client = _open_chroma(self.data_dir, self._chroma_url)
-            client.delete_collection(COLLECTION_NAME)
+            client.delete_collection(self.collection_name)
         except Exception:  # missing collection: nothing to drop
             pass
         self._collection = None

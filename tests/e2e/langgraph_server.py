@@ -73,8 +73,11 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def langgraph_dev(base: Path, extra_env: dict[str, str] | None = None) -> Iterator[Server]:
-    """A running `langgraph dev` serving this repository, its data dir under ``base``."""
+def langgraph_dev(
+    base: Path, extra_env: dict[str, str] | None = None, config: str | None = None
+) -> Iterator[Server]:
+    """A running `langgraph dev` serving this repository, its data dir under ``base``
+    (``config``: another langgraph.json in the repository)."""
     langgraph = next(
         (p for p in (VENV_BIN / "langgraph", REPO_ROOT / ".venv/bin/langgraph") if p.exists()),
         VENV_BIN / "langgraph",
@@ -94,6 +97,7 @@ def langgraph_dev(base: Path, extra_env: dict[str, str] | None = None) -> Iterat
         str(port),
         "--host",
         "127.0.0.1",
+        *(["--config", config] if config else []),
     ]
     with log_path.open("wb") as log:
         process = subprocess.Popen(

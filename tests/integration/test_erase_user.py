@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.conftest import Backend, tables_containing
 from tests.integration.test_cli import ok, run
 from tests.integration.test_forgetting import files_containing
 
@@ -12,33 +13,47 @@ ALICE_FACTS = ["I keep a sourdough starter named Bubbles", "My sister Meiling is
 BOB_FACT = "I collect vintage fountain pens"
 
 
-def _chat(data: Path, user: str, *lines: str) -> None:
-    ok(run(data, "chat", "--user", user, input="\n".join([*lines, "/exit"]) + "\n"))
+def _chat(data: Path, user: str, *lines: str, **env: str) -> None:
+    ok(run(data, "chat", "--user", user, input="\n".join([*lines, "/exit"]) + "\n", **env))
 
 
-def test_erase_removes_everything_of_one_user_and_nothing_else(tmp_path: Path) -> None:
+def _held(data: Path, backend: Backend, texts: list[str]) -> list[str]:
+    """Files under the data dir, and on Postgres tables, that hold any of ``texts``."""
+    held = files_containing(data, [t.encode() for t in texts]) if data.exists() else []
+    if backend.database_url is not None:
+        held += [table for t in texts for table in tables_containing(backend.database_url, t)]
+    return held
+
+
+def test_erase_removes_everything_of_one_user_and_nothing_else(
+    tmp_path: Path, backend: Backend
+) -> None:
     data = tmp_path / "data"
+    env = backend.env()
     for fact in ALICE_FACTS:
-        ok(run(data, "memories", "add", "--user", "alice", fact))
-    ok(run(data, "memories", "add", "--user", "bob", BOB_FACT))
-    ok(run(data, "profile", "set", "--user", "alice", "nickname", "Tiramisu"))
-    ok(run(data, "memories", "search", "--user", "alice", "sourdough starter"))
-    _chat(data, "alice", "Please remember that I live in Kaohsiung.")
-    _chat(data, "bob", "Please remember that I live in Hualien.")
+        ok(run(data, "memories", "add", "--user", "alice", fact, **env))
+    ok(run(data, "memories", "add", "--user", "bob", BOB_FACT, **env))
+    ok(run(data, "profile", "set", "--user", "alice", "nickname", "Tiramisu", **env))
+    ok(run(data, "memories", "search", "--user", "alice", "sourdough starter", **env))
+    _chat(data, "alice", "Please remember that I live in Kaohsiung.", **env)
+    _chat(data, "bob", "Please remember that I live in Hualien.", **env)
     alice_texts = [*ALICE_FACTS, "Tiramisu", "Kaohsiung", "sourdough starter"]
-    assert files_containing(data, [t.encode() for t in alice_texts]) != []
+    assert _held(data, backend, alice_texts) != []
+    if backend.database_url is not None:  # the threads are in Postgres, not in the data dir
+        assert "checkpoint_blobs" in tables_containing(backend.database_url, "Kaohsiung")
+        assert not (data / "checkpoints.sqlite").exists()
 
-    erased = ok(run(data, "users", "erase", "alice", "--yes"))
+    erased = ok(run(data, "users", "erase", "alice", "--yes", **env))
     assert "erased alice: 3 memories, 3 vectors, 1 profile fields" in erased
     assert "1 threads" in erased
 
-    assert files_containing(data, [t.encode() for t in alice_texts]) == []
-    assert json.loads(ok(run(data, "memories", "list", "--json", "--user", "alice"))) == []
-    assert "Hualien" in ok(run(data, "users", "export", "bob"))
-    bob = json.loads(ok(run(data, "users", "export", "bob")))
+    assert _held(data, backend, alice_texts) == []
+    assert json.loads(ok(run(data, "memories", "list", "--json", "--user", "alice", **env))) == []
+    assert "Hualien" in ok(run(data, "users", "export", "bob", **env))
+    bob = json.loads(ok(run(data, "users", "export", "bob", **env)))
     assert {m["content"] for m in bob["memories"]} >= {BOB_FACT}
     assert [t for t in bob["threads"] if any("Hualien" in m["content"] for m in t["messages"])]
-    assert BOB_FACT in ok(run(data, "memories", "search", "--user", "bob", "fountain pens"))
+    assert BOB_FACT in ok(run(data, "memories", "search", "--user", "bob", "fountain pens", **env))
 
 
 def test_export_holds_every_version_profile_and_audit(tmp_path: Path) -> None:

@@ -11,13 +11,22 @@ import time
 from pathlib import Path
 
 from memora.api import Memora
-from memora.config import load_settings
+from tests.conftest import Backend
+
+SQLITE = Backend("sqlite")
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _worker(data_dir: Path, name: str, *args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "ANONYMIZED_TELEMETRY": "False"}
+def _worker(
+    data_dir: Path, name: str, *args: str, backend: Backend = SQLITE
+) -> subprocess.Popen[str]:
+    env = {
+        **os.environ,
+        **backend.env(),
+        "PYTHONPATH": str(ROOT),
+        "ANONYMIZED_TELEMETRY": "False",
+    }
     return subprocess.Popen(
         [sys.executable, "-m", "tests.integration.forget_worker", str(data_dir), name, *args],
         cwd=ROOT,
@@ -28,21 +37,30 @@ def _worker(data_dir: Path, name: str, *args: str) -> subprocess.Popen[str]:
     )
 
 
-def _vectors_without_memory(data_dir: Path) -> tuple[set[str], set[str], Memora]:
+def _vectors_without_memory(
+    data_dir: Path, backend: Backend = SQLITE
+) -> tuple[set[str], set[str], Memora]:
     """Chroma's ids for alice that have no memory, read before anything loads her index."""
-    memora = Memora(load_settings(data_dir=data_dir))
+    memora = Memora(backend.settings(data_dir))
     live = {unit.id for unit in memora.store.rows.list("alice")}
     in_chroma = set(memora.store.vectors.ids_of("alice"))
     return in_chroma - live, live, memora
 
 
-def test_three_processes_never_write_a_forgotten_memorys_vector(tmp_path: Path) -> None:
-    data_dir = tmp_path / "data"
-    workers = [_worker(data_dir, f"w{n}", "40") for n in range(3)]
+def test_three_processes_never_write_a_forgotten_memorys_vector(
+    tmp_path: Path, backend: Backend
+) -> None:
+    """On Postgres the three are three nodes: own data dirs, one database, one Chroma server."""
+    workers = [
+        _worker(tmp_path / f"data{n}", f"w{n}", "40", backend=backend)
+        if backend.database_url
+        else _worker(tmp_path / "data", f"w{n}", "40")
+        for n in range(3)
+    ]
     for worker in workers:
         _, err = worker.communicate(timeout=600)
         assert worker.returncode == 0, err[-3000:]
-    strays, live, memora = _vectors_without_memory(data_dir)
+    strays, live, memora = _vectors_without_memory(tmp_path / "data", backend)
     forgotten = {f"w{n}-{i}" for n in range(3) for i in range(40)} - live
     assert len(forgotten) > 20, "the workers forgot too little for the test to mean anything"
     assert strays == set()

@@ -16,6 +16,7 @@ from memora.api import Memora
 from memora.config import load_settings
 from memora.models import MemorySource, MemoryUnit
 from memora.sealing import unseal
+from tests.conftest import Services, postgres_backend, tables_containing
 from tests.integration.test_chroma_server import chroma_url  # noqa: F401  (fixture)
 
 FACTS = [
@@ -165,3 +166,42 @@ def test_vectors_written_before_sealing_are_sealed_on_load(
             unseal(stored[memory_id][None, :], [keys[memory_id]])[0], vector, atol=1e-4
         )
     reopened.close()
+
+
+def test_nothing_of_a_forgotten_memory_stays_in_postgres_tables_or_heap(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """On Postgres: no live row holds the memory, and once Memora's VACUUM ran and the
+    pages were written out, no table or index file holds its text or key either."""
+    import psycopg
+
+    services: Services = request.getfixturevalue("services")
+    backend = postgres_backend(request)
+    database_url = backend.database_url or ""
+    memora = Memora(backend.settings(tmp_path / "data"))
+    _bulk(memora, "alice", 300)
+    outcome = memora.add("alice", SECRET_FACT)
+    memory_id = outcome.memory_id or ""
+    _bulk(memora, "bob", 300)  # rows after it, so its page is not simply cut off the table
+    memora.store.flush()
+    key = memora.store.rows.vector_keys("alice", [memory_id])[memory_id]
+    with psycopg.connect(services.database_url, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        row = conn.execute(
+            "SELECT oid FROM pg_database WHERE datname = %s", (database_url.rsplit("/", 1)[1],)
+        ).fetchone()
+    assert row is not None
+    heap = (services.postgres_data or Path("/nonexistent")) / "base" / str(row[0])
+    if services.postgres_data is None:
+        pytest.fail("MEMORA_TEST_POSTGRES_DATA must name the server's data dir for this scan")
+    assert files_containing(heap, [SECRET_FACT.encode()]) != []  # the control: it was there
+
+    assert memora.forget("alice", memory_id) == [memory_id]
+    with psycopg.connect(services.database_url, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+    assert files_containing(heap, [SECRET_FACT.encode(), b"Chen Wei"]) == []
+    assert files_containing(heap, [key]) == []
+    assert tables_containing(database_url, "Chen Wei") == []
+    assert files_containing(tmp_path, [SECRET_FACT.encode(), key]) == []
+    assert len(memora.list("alice")) == 300
+    memora.close()

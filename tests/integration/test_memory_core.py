@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -23,7 +24,7 @@ from memora.models import (
     ReconcileAction,
 )
 from memora.store import EmbeddingMismatchError, LongTermMemoryStore
-from tests.conftest import Clock
+from tests.conftest import Backend, Clock, tables_containing
 
 
 def _files_containing(root: Path, needle: str) -> list[str]:
@@ -160,7 +161,9 @@ def test_retrieval_filters_limit_and_threshold(memora: Memora, clock: Clock) -> 
     assert archived is not None and archived.status is MemoryStatus.ARCHIVED
 
 
-def test_forget_removes_every_trace_of_the_chain(memora: Memora, data_dir: Path) -> None:
+def test_forget_removes_every_trace_of_the_chain(
+    memora: Memora, data_dir: Path, backend: Backend
+) -> None:
     memora.add("alice", "My Quokkaberry level of English is B1")
     latest = memora.add("alice", "My Quokkaberry level of English is B2")
     memora.add("alice", "I like hiking in the Alps on weekends")
@@ -175,7 +178,12 @@ def test_forget_removes_every_trace_of_the_chain(memora: Memora, data_dir: Path)
         "I like hiking in the Alps on weekends"
     ]
     assert _files_containing(data_dir, "Quokkaberry") == []
-    assert _files_containing(data_dir, "Alps")  # the control: other text is still on disk
+    if backend.database_url is None:
+        assert _files_containing(data_dir, "Alps")  # the control: other text is still on disk
+    else:
+        assert _files_containing(data_dir, "Alps") == []  # a node keeps no memory text
+        assert tables_containing(backend.database_url, "Quokkaberry") == []
+        assert tables_containing(backend.database_url, "Alps") == ["memories"]  # the control
     assert memora.search("alice", "English level B2") == []
 
 
@@ -251,13 +259,16 @@ _OBSERVER = textwrap.dedent(
 )
 
 
-def test_second_process_never_answers_from_a_stale_index(memora: Memora, data_dir: Path) -> None:
+def test_second_process_never_answers_from_a_stale_index(
+    memora: Memora, data_dir: Path, backend: Backend
+) -> None:
     memora.add("alice", "I have a golden retriever named Mochi")
     observer = subprocess.Popen(
         [sys.executable, "-c", _OBSERVER, str(data_dir)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        env={**os.environ, **backend.env()},
     )
     assert observer.stdin and observer.stdout
     try:

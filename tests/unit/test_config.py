@@ -34,3 +34,11 @@ def test_invalid_value_names_the_setting(
     monkeypatch.setenv(name, value)
     with pytest.raises(ConfigError, match=name):
         load_settings()
+
+
+def test_database_url_must_be_postgres() -> None:
+    assert load_settings(database_url="").database_url is None
+    url = "postgresql://memora@db:5432/memora"
+    assert load_settings(database_url=url).database_url == url
+    with pytest.raises(ConfigError, match="MEMORA_DATABASE_URL: .*postgresql://"):
+        load_settings(database_url="mysql://db/memora")
