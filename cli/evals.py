@@ -218,7 +218,9 @@ def eval_update(
 
 
 @eval_app.command("eventlog")
-def eval_eventlog(data: DataOption, as_json: JsonOption = False, data_dir: DirOption = None) -> None:
+def eval_eventlog(
+    data: DataOption, as_json: JsonOption = False, data_dir: DirOption = None
+) -> None:
     """Event log: repeated events, lists, counters, updates and repeats through the write path."""
     from evals.eventlog import EventlogDataError, load_cases, run_eventlog
 
