@@ -69,6 +69,7 @@ _CONTRACTIONS = ((re.compile(r"\bwon't\b"), "will not"), (re.compile(r"\bcan't\b
 _NOT_SUFFIX = re.compile(r"(\w)n't\b")
 
 
+@lru_cache(maxsize=16384)
 def fold(text: str) -> str:
     """Lower-case, NFKC, Traditional folded to Simplified, "n't" spelled "not"."""
     converter = _t2s()
@@ -231,24 +232,22 @@ class _Cues:
     chinese: tuple[str, ...]
     """Cues matched as substrings (folded, so Simplified)."""
 
+    pattern: re.Pattern[str]
+    """All cues as one alternation, longest first, so the earliest match is one search."""
+
     def first(self, folded: str) -> tuple[int, int] | None:
         """Span of the earliest cue in ``folded``, or None."""
-        spans = [
-            (m.start(), m.end())
-            for cue in self.words
-            if (m := re.search(rf"(?<!\w){re.escape(cue)}(?!\w)", folded))
-        ]
-        spans += [(i, i + len(cue)) for cue in self.chinese if (i := folded.find(cue)) >= 0]
-        return min(spans) if spans else None
+        match = self.pattern.search(folded)
+        return match.span() if match else None
 
 
 def _cues(name: str, phrases: list[str]) -> _Cues:
-    folded = [fold(p) for p in phrases]
-    return _Cues(
-        name,
-        tuple(p for p in folded if not _CJK.search(p)),
-        tuple(p for p in folded if _CJK.search(p)),
-    )
+    folded = sorted({fold(p) for p in phrases}, key=len, reverse=True)
+    words = tuple(p for p in folded if not _CJK.search(p))
+    chinese = tuple(p for p in folded if _CJK.search(p))
+    alternatives = [rf"(?<!\w){re.escape(w)}(?!\w)" for w in words]
+    alternatives += [re.escape(c) for c in chinese]
+    return _Cues(name, words, chinese, re.compile("|".join(alternatives) or r"(?!)"))
 
 
 @dataclass(frozen=True)
@@ -514,6 +513,7 @@ def _named_subjects(text: str) -> set[str]:
     return _name_word_set(" ".join(text.split()[:SUBJECT_NAME_WORDS]))
 
 
+@lru_cache(maxsize=16384)
 def relate(old_text: str, new_text: str) -> Relation:
     """Decide by structure how a candidate (new) relates to a stored statement (old).
 
