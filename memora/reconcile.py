@@ -343,6 +343,20 @@ def _introduced_name(text: str) -> str | None:
     return match.group(1) if match else None
 
 
+_APPOSITIVE = re.compile(r"'s\s+((?:[a-z]+\s+){1,2}?)([A-Z][\w-]+)")
+
+
+def _appositive_name(text: str) -> str | None:
+    """The name right after a possessed relation noun ("the user's close friend Tom").
+
+    Not after a function word: "a master's degree in Music" names no one.
+    """
+    match = _APPOSITIVE.search(text)
+    if match is None or match.group(1).split()[-1] in _STOP:
+        return None
+    return match.group(2).lower()
+
+
 def _equivalent(tokens: list[str]) -> list[str]:
     """Tokens with filler dropped and each word under its canonical spelling."""
     table = _rules().equivalents
@@ -535,9 +549,10 @@ def relate(old_text: str, new_text: str) -> Relation:
     if marked:
         return Relation.DISTINCT
     contrast = _contrasts(old_text, new_text)
-    old_name, new_name = _introduced_name(old_text), _introduced_name(new_text)
-    if old_name and new_name and old_name != new_name and not contrast:
-        return Relation.DISTINCT
+    for introduced in (_introduced_name, _appositive_name):
+        old_name, new_name = introduced(old_text), introduced(new_text)
+        if old_name and new_name and old_name != new_name and not contrast:
+            return Relation.DISTINCT
     old_attr, new_attr = _attribute(old_folded), _attribute(new_folded)
     if old_attr and new_attr and old_attr[0] == new_attr[0]:
         return Relation.SAME_ATTRIBUTE if old_attr[1] != new_attr[1] else Relation.REPEAT
@@ -995,7 +1010,13 @@ class _Verdict(BaseModel):
 
 
 class LLMReconciler:
-    """Asks a chat model for a structured verdict and validates it."""
+    """Asks a chat model for a structured verdict, validates it and holds it to the hard rules.
+
+    The hard rules are code, as for the policy gate: a candidate saying exactly
+    what a memory says is skipped without asking, and a verdict that would
+    supersede or skip a memory structure marks as another occasion or
+    instance (:func:`relate`) keeps that memory instead.
+    """
 
     def __init__(self, model: BaseChatModel) -> None:
         """Wrap ``model`` (a langchain ``BaseChatModel`` supporting tool calling)."""
@@ -1003,6 +1024,13 @@ class LLMReconciler:
 
     def decide(self, candidate: MemoryCandidate, neighbours: list[Neighbour]) -> ReconcileDecision:
         """Return the model's verdict, or REVIEW when the answer is unusable."""
+        for neighbour in neighbours:
+            if same_text(neighbour.memory.content, candidate.content):
+                return ReconcileDecision(
+                    action=ReconcileAction.SKIP,
+                    target_ids=[neighbour.memory.id],
+                    rationale="repeats an existing memory",
+                )
         memories = "\n".join(f"{n.memory.id}: {n.memory.content}" for n in neighbours) or "(none)"
         prompt = RECONCILE_PROMPT.format(candidate=candidate.content, memories=memories)
         try:
@@ -1012,7 +1040,8 @@ class LLMReconciler:
         verdict = result.get("parsed") if isinstance(result, dict) else result
         if not isinstance(verdict, _Verdict):
             return _review("model answer did not match the schema")
-        return _validate(verdict, {n.memory.id for n in neighbours})
+        decision = _validate(verdict, {n.memory.id for n in neighbours})
+        return _keep_distinct(decision, candidate, neighbours)
 
 
 def _validate(verdict: _Verdict, known_ids: set[str]) -> ReconcileDecision:
@@ -1027,6 +1056,30 @@ def _validate(verdict: _Verdict, known_ids: set[str]) -> ReconcileDecision:
         action=verdict.action,
         target_ids=list(dict.fromkeys(verdict.target_ids)),
         rationale=verdict.rationale,
+    )
+
+
+def _keep_distinct(
+    decision: ReconcileDecision, candidate: MemoryCandidate, neighbours: list[Neighbour]
+) -> ReconcileDecision:
+    """Drop UPDATE / SKIP targets that are another occasion or instance than the candidate."""
+    if decision.action not in {ReconcileAction.UPDATE, ReconcileAction.SKIP}:
+        return decision
+    content = {n.memory.id: n.memory.content for n in neighbours}
+    kept = [
+        i
+        for i in decision.target_ids
+        if relate(content[i], candidate.content) is not Relation.DISTINCT
+    ]
+    if kept == decision.target_ids:
+        return decision
+    if kept:
+        return ReconcileDecision(
+            action=decision.action, target_ids=kept, rationale=decision.rationale
+        )
+    return ReconcileDecision(
+        action=ReconcileAction.KEEP_BOTH,
+        rationale="another occasion or instance than the memories the model named",
     )
 
 
