@@ -521,6 +521,9 @@ def eval_all(
     ),
     sizes: Annotated[str, typer.Option(help="Scale store sizes.")] = "1000,10000,100000",
     peers: Annotated[bool, typer.Option(help="Also run mem0 and LangGraph's store.")] = True,
+    eventlog: Annotated[Path, typer.Option(help="Event-log cases.")] = Path(
+        "tests/data/eventlog.jsonl"
+    ),
 ) -> None:
     """Run every suite (with peers) and write report.md plus PNG plots to OUT."""
     from evals.report import run_all
@@ -533,5 +536,7 @@ def eval_all(
 
     # Each suite runs in its own process, so one suite's memory and caches never skew the next.
     suite_command = [sys.executable, "-m", "cli", "eval"]
-    path = run_all(bench, selection, out, sizes, peers, command.strip(), suite_command, show)
+    path = run_all(
+        bench, selection, out, sizes, peers, command.strip(), suite_command, show, eventlog
+    )
     console.print(f"report written to {path}")

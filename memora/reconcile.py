@@ -223,15 +223,14 @@ class Relation(Enum):
 
 @dataclass(frozen=True)
 class _Cues:
-    """One group of cue phrases from the rules file, English and Chinese split apart."""
+    """One group of cue phrases from the rules file.
+
+    English cues match whole words, Chinese ones (Simplified after folding)
+    anywhere: Chinese has no spaces between words.
+    """
 
     name: str
     """The rule's name in the rules file."""
-    words: tuple[str, ...]
-    """Cues matched on whole words (folded text)."""
-    chinese: tuple[str, ...]
-    """Cues matched as substrings (folded, so Simplified)."""
-
     pattern: re.Pattern[str]
     """All cues as one alternation, longest first, so the earliest match is one search."""
 
@@ -247,7 +246,7 @@ def _cues(name: str, phrases: list[str]) -> _Cues:
     chinese = tuple(p for p in folded if _CJK.search(p))
     alternatives = [rf"(?<!\w){re.escape(w)}(?!\w)" for w in words]
     alternatives += [re.escape(c) for c in chinese]
-    return _Cues(name, words, chinese, re.compile("|".join(alternatives) or r"(?!)"))
+    return _Cues(name, re.compile("|".join(alternatives) or r"(?!)"))
 
 
 @dataclass(frozen=True)
@@ -274,7 +273,7 @@ class _Rules:
 def _rules() -> _Rules:
     """Load the rules file beside this module once."""
     data = tomllib.loads((Path(__file__).with_name("reconcile_rules.toml")).read_text("utf-8"))
-    equivalents = {}
+    equivalents: dict[str, str] = {}
     for pair in data["equivalents"]["pairs"]:
         first, *others = (fold(word) for word in pair)
         equivalents |= {other: first for other in others}
