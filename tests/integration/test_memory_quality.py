@@ -20,8 +20,9 @@ from cli.app import app
 from evals.eventlog import EventlogCase, EventlogDataError, load_cases, run_case, run_eventlog
 from memora.api import Memora
 from memora.config import load_settings
-from memora.models import MemoryStatus, ReconcileAction
+from memora.models import MemoryStatus, MemoryUnit, ReconcileAction
 from memora.reconcile import LLMReconciler
+from memora.store import new_memory_id
 from tests.scripted import ScriptedByPrompt
 
 EVENTLOG = Path(__file__).parents[1] / "data" / "eventlog.jsonl"
@@ -143,6 +144,24 @@ def test_readding_the_same_facts_skips_them(memora: Memora) -> None:
     again = _add_all(memora, "u", FACTS, start=30)
     assert [o.action for o in again] == [ReconcileAction.SKIP] * len(FACTS)
     assert memora.count("u", MemoryStatus.ACTIVE) == before == len(FACTS)
+
+
+def test_readding_similar_events_skips_each_one(memora: Memora) -> None:
+    # Twenty near-identical memories: the exact one must be among the neighbours judged.
+    units = [
+        MemoryUnit(
+            id=new_memory_id(),
+            user_id="u",
+            content=text,
+            created_at=_T0 + timedelta(days=day),
+            updated_at=_T0 + timedelta(days=day),
+        )
+        for day, text in enumerate(_swims()[:20])
+    ]
+    ids = memora.ingest(units)
+    again = _add_all(memora, "u", _swims()[:20], start=40)
+    assert [o.action for o in again] == [ReconcileAction.SKIP] * 20
+    assert [o.memory_id for o in again] == ids
 
 
 def test_each_fact_is_found_first_by_its_exact_text(memora: Memora) -> None:
