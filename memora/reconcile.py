@@ -8,6 +8,7 @@ configured chat model for a structured verdict.
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 import tomllib
 import unicodedata
@@ -267,6 +268,8 @@ class _Rules:
     """Words introducing a name."""
     equivalents: dict[str, str]
     """Word -> the spelling it is compared under."""
+    entity_nouns: _Cues
+    """Nouns heading a person or an animal, whose "is ..." states a fact rather than a value."""
 
 
 @lru_cache(maxsize=1)
@@ -285,6 +288,7 @@ def _rules() -> _Rules:
         indefinite=_cues("indefinite", data["naming"]["indefinite"]),
         naming=_cues("naming", data["naming"]["naming"]),
         equivalents=equivalents,
+        entity_nouns=_cues("entity_nouns", data["entity_nouns"]["nouns"]),
     )
 
 
@@ -454,12 +458,21 @@ _EN_ATTRIBUTE = re.compile(r"^(.+?)'s\s+(.+?)\s+(?:is|are|was|were)\s+(.+?)[.!]?
 _ZH_ATTRIBUTE = re.compile(r"^(.+?)的(.+?)(?:是|为)(.+?)[。.!！]?$")
 
 
+_NAMING_VALUE = re.compile(r"^(?:named|called|叫|名叫)")
+
+
 def _attribute(folded: str) -> tuple[list[str], list[str]] | None:
-    """("subject's attribute", value) of "X's ATTR is VALUE" / X的ATTR是VALUE, as tokens."""
+    """("subject's attribute", value) of "X's ATTR is VALUE" / X的ATTR是VALUE, as tokens.
+
+    When ATTR is a person or an animal ("the user's sister is ..."), only a
+    name is a slot: whatever else follows "is" is one more fact about them.
+    """
     match = _EN_ATTRIBUTE.match(folded) or _ZH_ATTRIBUTE.match(folded)
     if match is None:
         return None
     subject, attribute, value = match.groups()
+    if _rules().entity_nouns.first(attribute) and not _NAMING_VALUE.match(value.strip()):
+        return None
     return _equivalent(tokenize(f"{subject} {attribute}")), _equivalent(tokenize(value))
 
 
@@ -485,6 +498,18 @@ _COARSE_OCCASIONS = ("year:", "zh_year:")
 """A year alone dates a one-off fact ("won an award in 2021"); days, weekdays, months and
 times pin an occasion of something repeated."""
 _ENUMERATION = re.compile(r"\b(?:and|or|both|all)\b|[,:;、和及与]")
+
+
+def _head(tokens: list[str]) -> list[str]:
+    """The first run of content words: the value a relation names ("a Honda Civic").
+
+    What follows a function word ("hiking *in* the Rockies") is a detail of the
+    same value, not another one.
+    """
+    words = list(itertools.dropwhile(lambda t: t in _STOP, tokens))
+    return list(itertools.takewhile(lambda t: t not in _STOP, words))
+
+
 SAME_DESCRIPTION_OVERLAP = 0.5
 """Predicate overlap at which two statements about different names describe one thing."""
 
@@ -507,7 +532,7 @@ def _another_value(old: _Clause, new: _Clause) -> bool:
     """
     if old.subject == new.subject:
         enumerates = any(_ENUMERATION.search(c.raw_object) for c in (old, new))
-        return _content(old.object)[:1] != _content(new.object)[:1] and not enumerates
+        return _head(old.object) != _head(new.object) and not enumerates
     if old.object != new.object:
         return False
     return not any(_ENUMERATION.search(c.raw_subject) for c in (old, new))

@@ -58,6 +58,7 @@ def _decide(content: str, *neighbours: Neighbour) -> Any:
         ("用户在星期一和产品团队开会。", "用户在星期三和产品团队开会。"),
         ("使用者養了一隻叫小黑的狗。", "使用者養了一隻叫阿福的狗。"),
         ("使用者對花生過敏。", "使用者對芒果過敏。"),
+        ("The user owns a Honda Civic.", "The user owns a Honda Accord."),
     ],
 )
 def test_other_occasions_and_instances_are_distinct(old: str, new: str) -> None:
@@ -255,3 +256,23 @@ def test_the_prompt_tells_the_model_about_occasions() -> None:
     model = ScriptedStructuredModel(answer={"action": "create"})
     LLMReconciler(model).decide(MemoryCandidate(content="I swam today"), [])
     assert "Another occasion" in model.prompts[-1]
+
+
+def test_a_detail_after_the_value_is_not_another_value() -> None:
+    old, new = "Jon enjoys hiking in the Rocky Mountains.", "Jon enjoys hiking in the Alps."
+    assert relate(old, new) is not Relation.DISTINCT
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The user's sister is a doctor.", "The user's sister is pregnant."),
+        (
+            "The user's daughter Lena is 5 years old.",
+            "The user's daughter Lena is allergic to dairy.",
+        ),
+        ("用户的女儿是医生。", "用户的女儿很喜欢画画。"),
+    ],
+)
+def test_what_follows_a_person_is_not_one_slot(old: str, new: str) -> None:
+    assert relate(old, new) is not Relation.SAME_ATTRIBUTE
