@@ -330,8 +330,9 @@ def occasions(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-_EN_NAMED = re.compile(r"(?<!\w)(?:named|called)\s+([\w'-]+)")
-_ZH_NAMED = re.compile(r"(?:名叫|名为|叫)([^\s,，。、的是]{1,4})")
+# The name after a naming word: an English word, or up to four Chinese characters before
+# 的, 是 or punctuation (一只叫小黑的狗).
+_NAME_AFTER = re.compile(r"\s*([^\s,，。、的是.!?;:]+)")
 
 
 def _introduced_name(text: str) -> str | None:
@@ -339,11 +340,17 @@ def _introduced_name(text: str) -> str | None:
     rules = _rules()
     folded = fold(text)
     opening = rules.indefinite.first(folded)
-    if opening is None or rules.naming.first(folded[opening[0] :]) is None:
+    if opening is None:
         return None
     tail = folded[opening[0] :]
-    match = _EN_NAMED.search(tail) or _ZH_NAMED.search(tail)
-    return match.group(1) if match else None
+    naming = rules.naming.first(tail)
+    if naming is None:
+        return None
+    match = _NAME_AFTER.match(tail, naming[1])
+    if match is None:
+        return None
+    name = match.group(1)
+    return name[:4] if _CJK.match(name) else name
 
 
 _APPOSITIVE = re.compile(r"'s\s+((?:[a-z]+\s+){1,2}?)([A-Z][\w-]+)")
@@ -458,9 +465,6 @@ _EN_ATTRIBUTE = re.compile(r"^(.+?)'s\s+(.+?)\s+(?:is|are|was|were)\s+(.+?)[.!]?
 _ZH_ATTRIBUTE = re.compile(r"^(.+?)的(.+?)(?:是|为)(.+?)[。.!！]?$")
 
 
-_NAMING_VALUE = re.compile(r"^(?:named|called|叫|名叫)")
-
-
 def _attribute(folded: str) -> tuple[list[str], list[str]] | None:
     """("subject's attribute", value) of "X's ATTR is VALUE" / X的ATTR是VALUE, as tokens.
 
@@ -471,7 +475,8 @@ def _attribute(folded: str) -> tuple[list[str], list[str]] | None:
     if match is None:
         return None
     subject, attribute, value = match.groups()
-    if _rules().entity_nouns.first(attribute) and not _NAMING_VALUE.match(value.strip()):
+    rules = _rules()
+    if rules.entity_nouns.first(attribute) and not rules.naming.pattern.match(value.strip()):
         return None
     return _equivalent(tokenize(f"{subject} {attribute}")), _equivalent(tokenize(value))
 
