@@ -396,12 +396,20 @@ def _spelling_variants(old: list[str], new: list[str], names: set[str]) -> bool:
     return True
 
 
+@lru_cache(maxsize=65536)
+def _comparable(text: str) -> tuple[str, ...]:
+    """The words two texts are compared by: filler dropped, canonical spellings (remembered)."""
+    return tuple(_equivalent(tokenize(text)))
+
+
 def same_text(a: str, b: str) -> bool:
     """Whether two texts say the same words (up to case, punctuation, filler, spelling)."""
-    old, new = _equivalent(tokenize(a)), _equivalent(tokenize(b))
-    if not old:
+    old, new = _comparable(a), _comparable(b)
+    if not old or len(old) != len(new):
         return False
-    return old == new or _spelling_variants(old, new, _name_word_set(a) | _name_word_set(b))
+    if old == new:
+        return True
+    return _spelling_variants(list(old), list(new), _name_word_set(a) | _name_word_set(b))
 
 
 def _is_repeat(old_text: str, new_text: str) -> bool:
@@ -413,7 +421,7 @@ def _is_repeat(old_text: str, new_text: str) -> bool:
     """
     if same_text(old_text, new_text):
         return True
-    old, new = _equivalent(tokenize(old_text)), _equivalent(tokenize(new_text))
+    old, new = _comparable(old_text), _comparable(new_text)
     if not old or sorted(old) != sorted(new):
         return False
     return _ordered_names(old_text) == _ordered_names(new_text)
@@ -969,7 +977,13 @@ def _subject(tokens: list[str]) -> set[str]:
 
 def _stems(tokens: list[str]) -> set[str]:
     """Stemmed content words, so that "participated" meets "participating"."""
-    return set(_stemmer().stemWords(_content(tokens)))
+    return {_stem(word) for word in _content(tokens)}
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    """One word's Snowball stem, remembered: the same words recur in every comparison."""
+    return str(_stemmer().stemWord(word))
 
 
 @lru_cache(maxsize=1)
