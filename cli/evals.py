@@ -230,6 +230,53 @@ def eval_update(
         )
 
 
+@eval_app.command("eventlog")
+def eval_eventlog(
+    data: DataOption, as_json: JsonOption = False, data_dir: DirOption = None
+) -> None:
+    """Event log: repeated events, lists, counters, updates and repeats through the write path."""
+    from evals.eventlog import EventlogDataError, load_cases, run_eventlog
+
+    try:
+        load_cases(data)
+    except (EventlogDataError, OSError, UnicodeDecodeError) as error:
+        errors.print(f"memora eval eventlog: {data}: {error}", markup=False)
+        raise typer.Exit(1) from None
+    with scratch_memora(data_dir) as memora, _progress("cases", as_json) as progress:
+        result = run_eventlog(memora, data, progress)
+    if as_json:
+        _print_json({"memora": result})
+        return
+    table = Table(
+        "kind",
+        "cases",
+        "passed",
+        "distinct_kept",
+        "wrongly superseded",
+        "stale",
+        title=f"Event log, {data.name}",
+    )
+    for kind, row in [*result["by_kind"].items(), ("all", result)]:
+        if kind == "all":
+            table.add_section()
+        table.add_row(
+            kind,
+            str(row["cases"]),
+            str(row["cases_passed"]),
+            f"{row['distinct_kept']:.3f}",
+            f"{row['wrongly_superseded']} of {row['keep_facts']}",
+            f"{row['stale']} of {row['drop_facts']}",
+        )
+    console.print(table)
+    actions = ", ".join(f"{name} {count}" for name, count in sorted(result["actions"].items()))
+    console.print(f"write path actions: {actions}", markup=False)
+    for failure in result["failures"]:
+        console.print(
+            f"[red]{failure['id']}[/red] ({failure['kind']}): not active {failure['missing']}, "
+            f"stale {failure['stale']}"
+        )
+
+
 @eval_app.command("perf")
 def eval_perf(
     as_json: JsonOption = False,
@@ -517,6 +564,9 @@ def eval_all(
     ),
     sizes: Annotated[str, typer.Option(help="Scale store sizes.")] = "1000,10000,100000",
     peers: Annotated[bool, typer.Option(help="Also run mem0 and LangGraph's store.")] = True,
+    eventlog: Annotated[Path, typer.Option(help="Event-log cases.")] = Path(
+        "tests/data/eventlog.jsonl"
+    ),
 ) -> None:
     """Run every suite (with peers) and write report.md plus PNG plots to OUT."""
     from evals.report import run_all
@@ -529,5 +579,7 @@ def eval_all(
 
     # Each suite runs in its own process, so one suite's memory and caches never skew the next.
     suite_command = [sys.executable, "-m", "cli", "eval"]
-    path = run_all(bench, selection, out, sizes, peers, command.strip(), suite_command, show)
+    path = run_all(
+        bench, selection, out, sizes, peers, command.strip(), suite_command, show, eventlog
+    )
     console.print(f"report written to {path}")

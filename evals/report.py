@@ -32,7 +32,7 @@ class Suite:
     args: list[str]
 
 
-def suites(bench: Path, selection: Path, sizes: str, peers: bool) -> list[Suite]:
+def suites(bench: Path, selection: Path, sizes: str, peers: bool, eventlog: Path) -> list[Suite]:
     """The commands `eval all` runs, in order."""
     peer_flag = ["--peers"] if peers else []
     return [
@@ -48,6 +48,7 @@ def suites(bench: Path, selection: Path, sizes: str, peers: bool) -> list[Suite]
                 *peer_flag,
             ],
         ),
+        Suite("eventlog", ["eventlog", "--data", str(eventlog)]),
         Suite("selection", ["selection", "--data", str(selection)]),
         Suite("agent", ["agent", "--data", str(bench / "goodai_ltm")]),
         Suite("scale", ["scale", "--sizes", sizes, *peer_flag]),
@@ -246,6 +247,32 @@ def _update_section(result: dict[str, Any]) -> list[str]:
     ]
 
 
+def _eventlog_section(result: dict[str, Any]) -> list[str]:
+    value = result.get("memora", {})
+    if "distinct_kept" not in value:
+        return ["## Event log", ""]
+    rows = [
+        [
+            kind,
+            row["cases"],
+            row["cases_passed"],
+            row["distinct_kept"],
+            f"{row['wrongly_superseded']} of {row['keep_facts']}",
+            f"{row['stale']} of {row['drop_facts']}",
+        ]
+        for kind, row in [*value.get("by_kind", {}).items(), ("all", value)]
+    ]
+    actions = ", ".join(f"{name} {n}" for name, n in sorted(value.get("actions", {}).items()))
+    return [
+        "## Event log (repeated events, lists, counters, updates, repeats)",
+        "",
+        _table(["kind", "cases", "passed", "distinct_kept", "wrongly superseded", "stale"], rows),
+        "",
+        f"Write path actions: {actions}.",
+        "",
+    ]
+
+
 def _selection_section(result: dict[str, Any]) -> list[str]:
     value = result.get("memora", {})
     if "precision" not in value:
@@ -385,6 +412,7 @@ def write_report(results: dict[str, dict[str, Any]], out: Path, command: str) ->
     ]
     lines += _locomo_section(results.get("locomo", {}))
     lines += _update_section(results.get("update", {}))
+    lines += _eventlog_section(results.get("eventlog", {}))
     lines += _selection_section(results.get("selection", {}))
     lines += _agent_section(results.get("agent", {}))
     lines += _scale_section(results.get("scale", {}))
@@ -396,6 +424,9 @@ def write_report(results: dict[str, dict[str, Any]], out: Path, command: str) ->
         " over the same vectors (mem0's keyword and entity boosts need spaCy models).",
         "- mem0 decides updates with an LLM; offline it runs `add(infer=False)`, which keeps"
         " every fact, so its update figures are those of keeping both facts.",
+        "- The event-log set (tests/data/eventlog.jsonl) was written for this project and the"
+        " reconciliation rules were developed against it: development figures, as for the"
+        " selection set.",
         "- The selection set (tests/data/selection.jsonl) was written for this project and the"
         " policy rules were refined while measuring on it: treat its figures as development"
         " figures; unseen data of the same kinds will score lower.",
@@ -423,6 +454,7 @@ def run_all(
     command: str,
     eval_command: list[str],
     progress: Callable[[str], None] | None = None,
+    eventlog: Path = Path("tests/data/eventlog.jsonl"),
 ) -> Path:
     """Run every suite and write the report; returns the report's path.
 
@@ -431,7 +463,7 @@ def run_all(
         eval_command: The argv prefix that runs one suite (``memora eval`` in a fresh process).
     """
     results: dict[str, dict[str, Any]] = {}
-    for suite in suites(bench, selection, sizes, peers):
+    for suite in suites(bench, selection, sizes, peers, eventlog):
         if progress:
             progress(suite.name)
         results[suite.name] = run_suite(suite, eval_command)

@@ -103,6 +103,9 @@ Compare it with the user's existing memories and choose one action:
 - keep_both: related to existing memories but compatible with them.
 - review: a conflict you cannot resolve (target_ids = the conflicting ids).
 Different facts about the same person or thing are keep_both, never update.
+Another occasion (a run on another day, a second meeting) or another instance (one more pet,
+language or friend) is keep_both too: update only when the same attribute of the same subject
+has changed.
 
 Candidate: {candidate}
 

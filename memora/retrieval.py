@@ -19,11 +19,16 @@ i.e. cosine averaged with the share of a perfect lexical match, both 0..1;
 ``retrieval_min_score`` compares against it and means the same in every
 search. The caller can tighten limit and threshold but never loosen them.
 
+A memory whose text is the query's (up to case, punctuation, filler and
+spelling: ``reconcile.same_text``) comes first, whatever the rest says.
+
 Conflicts go to the more recent memory: among the best ``max(limit, 20)``
 results above the threshold, a memory with an OLDER restatement ranked above
 it (stored-vector cosine >= 0.6 AND Jaccard overlap of index terms >= 0.3,
-older = earlier ``created_at``) is moved directly above the best-ranked such
-one; all else keeps its order and nothing is dropped. This catches updates
+older = earlier ``created_at``, AND not another occasion or instance by
+``reconcile.restates``: other dates, another named pet, one more language)
+is moved directly above the best-ranked such one; all else keeps its order
+and nothing is dropped. This catches updates
 the write path did not supersede (Letta update dev: update_win 0.858 -> 0.909,
 LoCoMo dev R@10 0.662 -> 0.656). Both gates are needed: cosine alone promotes
 merely topical LoCoMo turns, overlap alone too. Each result keeps its own
@@ -40,6 +45,7 @@ import numpy as np
 from memora.lexical import content_words, tokenize
 from memora.models import MemoryUnit
 from memora.ranking_cache import UserIndex
+from memora.reconcile import restates, same_text
 
 DENSE_WEIGHT = 0.5
 IMPORTANCE_WEIGHT = 0.1
@@ -50,6 +56,10 @@ CONFLICT_MIN_COSINE = 0.6
 """Stored-vector cosine at which two memories count as restatements of one fact."""
 CONFLICT_MIN_OVERLAP = 0.3
 """And the Jaccard overlap of their index terms (``lexical.tokenize``) they must reach."""
+EXACT_MIN_LEXICAL = 0.8
+"""Share of a perfect lexical match from which a memory is checked for saying the query's words."""
+EXACT_CHECKED = 50
+"""Most memories (the lexically best) checked for saying exactly the query."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,10 @@ def _minmax(values: np.ndarray) -> np.ndarray:
     if spread <= 1e-12:
         return (values > 0).astype(np.float64)
     return (values - values.min()) / spread
+
+
+def _content(index: UserIndex, row: int) -> str:
+    return index.units[index.ids[row]].content
 
 
 def _newer_restatements_first(index: UserIndex, rows: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -98,10 +112,32 @@ def _newer_restatements_first(index: UserIndex, rows: np.ndarray, order: np.ndar
         position = current.index(item)
         for above in range(position):
             other = current[above]
-            if similar[item, other] and created[other] < created[item]:
+            if (
+                similar[item, other]
+                and created[other] < created[item]
+                and restates(_content(index, picked[other]), _content(index, picked[item]))
+            ):
                 current.insert(above, current.pop(position))
                 break
     return order[np.asarray(current)]
+
+
+def _saying_the_query(
+    index: UserIndex, rows: np.ndarray, query: str, lexical: np.ndarray, keep: np.ndarray
+) -> np.ndarray:
+    """Positions (into ``rows``) of memories whose text is the query's, best lexical first.
+
+    They go first whatever the scores and the conflict ordering say: someone
+    who searches a memory's exact words is looking for that memory. Only the
+    lexically best ``EXACT_CHECKED`` memories near a perfect lexical match are
+    compared, so the check costs nothing on a large store.
+    """
+    near = keep[lexical[keep] >= EXACT_MIN_LEXICAL]
+    if near.size > EXACT_CHECKED:
+        near = near[np.argpartition(-lexical[near], EXACT_CHECKED - 1)[:EXACT_CHECKED]]
+    near = near[np.argsort(-lexical[near], kind="stable")]
+    found = [i for i in near if same_text(index.units[index.ids[rows[i]]].content, query)]
+    return np.asarray(found, dtype=keep.dtype)
 
 
 def dense_query_text(query: str) -> str:
@@ -156,11 +192,15 @@ def rank(
         1 + IMPORTANCE_WEIGHT * (index.importance[rows] - 3) / 2 + RECENCY_WEIGHT * recency
     )
     keep = np.flatnonzero(relevance >= min_relevance)
+    exact = _saying_the_query(index, rows, query, lexical, keep)
+    if exact.size:
+        keep = np.setdiff1d(keep, exact)
     window = max(limit, CONFLICT_WINDOW)
     if keep.size > window:
         keep = keep[np.argpartition(-score[keep], window - 1)[:window]]
     order = keep[np.argsort(-score[keep], kind="stable")]
-    order = _newer_restatements_first(index, rows, order)[:limit]
+    order = _newer_restatements_first(index, rows, order)
+    order = np.concatenate([exact, order])[:limit]
     return [
         RetrievedMemory(
             memory=index.units[index.ids[rows[i]]],

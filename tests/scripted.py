@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -30,4 +31,17 @@ class ScriptedStructuredModel(BaseChatModel):
         if self.fail:
             raise ConnectionError("scripted outage")
         call = {"name": self._tool_name, "args": self.answer or {}, "id": "c1", "type": "tool_call"}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+
+
+class ScriptedByPrompt(ScriptedStructuredModel):
+    """Answers each structured-output call with ``script(prompt)``: a model reading its prompt."""
+
+    script: Callable[[str], dict[str, Any]]
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        prompt = str(messages[-1].content)
+        self.prompts.append(prompt)
+        answer = self.script(prompt)
+        call = {"name": self._tool_name, "args": answer, "id": "c1", "type": "tool_call"}
         return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])

@@ -48,6 +48,20 @@ def test_eval_all_writes_the_report_and_plots(tmp_path: Path) -> None:
         + "\n",
         encoding="utf-8",
     )
+    eventlog = tmp_path / "eventlog.jsonl"
+    eventlog.write_text(
+        json.dumps(
+            {
+                "id": "runs",
+                "kind": "events",
+                "facts": ["On 2026-04-02 the user ran 5 km.", "On 2026-04-04 the user ran 7 km."],
+                "keep": [0, 1],
+                "drop": [],
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     out = tmp_path / "report"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MEMORA_"))}
     env["MEMORA_DATA_DIR"] = str(tmp_path / "data")
@@ -66,6 +80,8 @@ def test_eval_all_writes_the_report_and_plots(tmp_path: Path) -> None:
             str(selection),
             "--sizes",
             "200",
+            "--eventlog",
+            str(eventlog),
             "--peers",
         ],
         capture_output=True,
@@ -76,7 +92,8 @@ def test_eval_all_writes_the_report_and_plots(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert set(results) == {"locomo", "update", "selection", "agent", "scale"}
+    assert set(results) == {"locomo", "update", "eventlog", "selection", "agent", "scale"}
+    assert results["eventlog"]["memora"]["distinct_kept"] == 1.0
     assert results["locomo"]["memora"]["overall"]["recall@50"] > 0
     assert "contradiction_rate" in results["update"]["memora"]
     assert results["selection"]["memora"]["sensitive_stored"] == 0
@@ -86,6 +103,7 @@ def test_eval_all_writes_the_report_and_plots(tmp_path: Path) -> None:
     for heading in (
         "## LoCoMo retrieval",
         "## Fact updates",
+        "## Event log",
         "## Selection",
         "## Whole agent",
         "## Scale",
