@@ -50,8 +50,33 @@ def suites(bench: Path, selection: Path, sizes: str, peers: bool, eventlog: Path
         ),
         Suite("eventlog", ["eventlog", "--data", str(eventlog)]),
         Suite("selection", ["selection", "--data", str(selection)]),
+        *[
+            Suite(name, [command, "--data", str(path)])
+            for name, command, path in held_out_sets(selection, eventlog)
+            if path.exists()
+        ],
         Suite("agent", ["agent", "--data", str(bench / "goodai_ltm")]),
         Suite("scale", ["scale", "--sizes", sizes, *peer_flag]),
+    ]
+
+
+HELD_OUT_TITLES = {
+    "injection": "Injection set (development set of the injection rules)",
+    "selection_blind": "Selection, blind set (written from the label definitions only)",
+    "injection_blind": "Injection, blind set (written from the label definitions only)",
+    "eventlog_blind": "Event log, blind set (written from the format's definitions only)",
+}
+"""Report titles of the sets found beside the development sets."""
+
+
+def held_out_sets(selection: Path, eventlog: Path) -> list[tuple[str, str, Path]]:
+    """``(suite, eval command, data file)`` for the other sets kept beside the development
+    sets: the injection set and the blind sets, which are measured and never tuned on."""
+    return [
+        ("injection", "selection", selection.with_name("injection.jsonl")),
+        ("selection_blind", "selection", selection.with_name("selection_blind2.jsonl")),
+        ("injection_blind", "selection", selection.with_name("injection_blind.jsonl")),
+        ("eventlog_blind", "eventlog", eventlog.with_name("eventlog_blind.jsonl")),
     ]
 
 
@@ -247,10 +272,13 @@ def _update_section(result: dict[str, Any]) -> list[str]:
     ]
 
 
-def _eventlog_section(result: dict[str, Any]) -> list[str]:
+def _eventlog_section(
+    result: dict[str, Any],
+    title: str = "Event log (repeated events, lists, counters, updates, repeats)",
+) -> list[str]:
     value = result.get("memora", {})
     if "distinct_kept" not in value:
-        return ["## Event log", ""]
+        return [f"## {title}", ""]
     rows = [
         [
             kind,
@@ -264,7 +292,7 @@ def _eventlog_section(result: dict[str, Any]) -> list[str]:
     ]
     actions = ", ".join(f"{name} {n}" for name, n in sorted(value.get("actions", {}).items()))
     return [
-        "## Event log (repeated events, lists, counters, updates, repeats)",
+        f"## {title}",
         "",
         _table(["kind", "cases", "passed", "distinct_kept", "wrongly superseded", "stale"], rows),
         "",
@@ -273,10 +301,10 @@ def _eventlog_section(result: dict[str, Any]) -> list[str]:
     ]
 
 
-def _selection_section(result: dict[str, Any]) -> list[str]:
+def _selection_section(result: dict[str, Any], title: str = "Selection (policy gate)") -> list[str]:
     value = result.get("memora", {})
     if "precision" not in value:
-        return ["## Selection", ""]
+        return [f"## {title}", ""]
     by_reason = value.get("by_reason", {})
     predicted = sorted(
         {key for counts in by_reason.values() for key in counts} - {"total", "stored"}
@@ -294,7 +322,7 @@ def _selection_section(result: dict[str, Any]) -> list[str]:
         [value["precision"], value["recall"], value["sensitive_stored"], value.get("items", "")]
     ]
     return [
-        "## Selection (policy gate)",
+        f"## {title}",
         "",
         _table(["precision", "recall", "sensitive stored", "items"], summary),
         "",
@@ -414,6 +442,10 @@ def write_report(results: dict[str, dict[str, Any]], out: Path, command: str) ->
     lines += _update_section(results.get("update", {}))
     lines += _eventlog_section(results.get("eventlog", {}))
     lines += _selection_section(results.get("selection", {}))
+    for name, title in HELD_OUT_TITLES.items():
+        if name in results:
+            section = _eventlog_section if name.startswith("eventlog") else _selection_section
+            lines += section(results[name], title)
     lines += _agent_section(results.get("agent", {}))
     lines += _scale_section(results.get("scale", {}))
     lines += [
@@ -430,6 +462,9 @@ def write_report(results: dict[str, dict[str, Any]], out: Path, command: str) ->
         "- The selection set (tests/data/selection.jsonl) was written for this project and the"
         " policy rules were refined while measuring on it: treat its figures as development"
         " figures; unseen data of the same kinds will score lower.",
+        "- The blind sets (tests/data/*blind*.jsonl) were written by helper sessions that saw"
+        " only the label definitions; their first measurements are in the README, and they"
+        " are never used to tune anything.",
         "- LoCoMo and Letta figures are on the dev splits in ../shared/bench; thresholds were"
         " chosen on halves or folds of them (README, Measured figures).",
         "",

@@ -214,6 +214,7 @@ class RankingCache:
 
     def index_for(self, user_id: str) -> UserIndex:
         """This user's ranking index, reloaded if any process wrote since it was built."""
+        self._writer.note_activity()
         store_generation = self._rows.store_generation()
         if store_generation != self._seen_store_generation:
             self._vectors.see_foreign_writes()

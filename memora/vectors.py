@@ -249,7 +249,8 @@ def _at_thread_shutdown(callback: Callable[[], None]) -> None:
 
 
 UPKEEP_IDLE_S = 2.0
-"""Upkeep waits for this long a pause in writes (or a flush), so no answer waits for it."""
+"""Upkeep waits for this long a pause in searches and writes (or a flush), so that no answer
+waits for it or shares the interpreter with it."""
 _Batch = tuple[list[MemoryUnit], np.ndarray]
 _WAKE = "wake"
 """Queue marker that only makes the writer look at its upkeep again."""
@@ -281,6 +282,7 @@ class VectorWriter:
         self._max_batch = max_batch
         self._queue: queue.Queue[_Batch | str | None] = queue.Queue()
         self._upkeep: collections.deque[Callable[[], None]] = collections.deque()
+        self._last_activity = time.monotonic()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
 
@@ -298,8 +300,12 @@ class VectorWriter:
         self._start()
         self._queue.put((list(units), np.array(vectors, dtype=np.float32)))
 
+    def note_activity(self) -> None:
+        """A search or write is under way: pending upkeep waits for the next pause."""
+        self._last_activity = time.monotonic()
+
     def run_later(self, task: Callable[[], None]) -> None:
-        """Run ``task`` on the writer's thread after a pause in writes, or at the next flush."""
+        """Run ``task`` on the writer's thread after a pause in activity, or at the next flush."""
         self._start()
         self._upkeep.append(task)
         self._queue.put(_WAKE)
@@ -313,9 +319,10 @@ class VectorWriter:
     def _run(self) -> None:
         while True:
             try:
-                first = self._queue.get(timeout=UPKEEP_IDLE_S if self._upkeep else None)
+                first = self._queue.get(timeout=self._upkeep_wait())
             except queue.Empty:
-                self._run_upkeep()
+                if time.monotonic() - self._last_activity >= UPKEEP_IDLE_S:
+                    self._run_upkeep()
                 continue
             batch = [first]
             deadline = time.monotonic() + self._max_delay_s
@@ -340,6 +347,12 @@ class VectorWriter:
                     self._run_upkeep()
                 for _ in batch:
                     self._queue.task_done()
+
+    def _upkeep_wait(self) -> float | None:
+        """Seconds until pending upkeep may run (None: nothing pending, wait for work)."""
+        if not self._upkeep:
+            return None
+        return max(0.05, UPKEEP_IDLE_S - (time.monotonic() - self._last_activity))
 
     def _run_upkeep(self) -> None:
         while self._upkeep:
