@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,27 @@ from memora.db import StoreError
 BACKENDS = ("sqlite", "postgres")
 """Where an evaluation's scratch store lives: files in its data dir, or the configured
 Postgres database and Chroma server (a scratch database and collection on them)."""
+
+
+def json_object_line(
+    number: int, text: str, keys: Iterable[str], error: type[ValueError]
+) -> dict[str, Any]:
+    """One line of a JSON Lines data file as an object holding ``keys``.
+
+    Raises:
+        error: The line is not JSON, not an object, or lacks a key (the message names the
+            line and the problem).
+    """
+    try:
+        row = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"line {number}: invalid JSON ({exc.msg})") from None
+    if not isinstance(row, dict):
+        raise error(f"line {number}: expected a JSON object")
+    missing = [key for key in keys if key not in row]
+    if missing:
+        raise error(f"line {number}: missing key(s): {', '.join(missing)}")
+    return row
 
 
 def percentile_ms(samples_s: list[float], q: float) -> float:

@@ -21,7 +21,6 @@ active), plus the write path's actions and the cases that failed.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from evals.common import json_object_line
 from memora.api import Memora
 from memora.dates import resolve_relative_dates
 from memora.models import MemorySource, MemoryStatus
@@ -64,15 +64,7 @@ def _parse_line(number: int, text: str) -> EventlogCase:
     def fail(problem: str) -> EventlogDataError:
         return EventlogDataError(f"line {number}: {problem}")
 
-    try:
-        row = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise fail(f"not JSON ({error.msg})") from None
-    if not isinstance(row, dict):
-        raise fail("not a JSON object")
-    missing = sorted(_KEYS - row.keys())
-    if missing:
-        raise fail(f"missing {', '.join(missing)}")
+    row = json_object_line(number, text, sorted(_KEYS), EventlogDataError)
     if row["kind"] not in KINDS:
         raise fail(f"kind {row['kind']!r} is not one of {', '.join(KINDS)}")
     facts = row["facts"]

@@ -12,12 +12,12 @@ rejection reasons (:class:`memora.models.RejectionReason`). Every candidate is b
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evals.common import json_object_line
 from memora.models import MemoryCandidate, RejectionReason
 from memora.policy import apply_memory_policy
 
@@ -48,15 +48,7 @@ def _parse_line(number: int, text: str) -> SelectionItem:
     def fail(problem: str) -> SelectionDataError:
         return SelectionDataError(f"line {number}: {problem}")
 
-    try:
-        row = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise fail(f"invalid JSON ({exc.msg})") from None
-    if not isinstance(row, dict):
-        raise fail("expected a JSON object")
-    missing = [key for key in _KEYS if key not in row]
-    if missing:
-        raise fail(f"missing key(s): {', '.join(missing)}")
+    row = json_object_line(number, text, _KEYS, SelectionDataError)
     for key in ("user_message", "candidate"):
         if not isinstance(row[key], str):
             raise fail(f'"{key}" must be a string')
