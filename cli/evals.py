@@ -329,6 +329,10 @@ def eval_perf(
         size = f"user of {big['user_size']:,}"
         table.add_row(f"first page of 100 ({size})", f"{big['first_page_ms']:.1f} ms")
         table.add_row(
+            f"first search, new process, after the ingest ({size})",
+            f"{big['first_search_after_ingest_ms']:.0f} ms",
+        )
+        table.add_row(
             f"first search, new process, no local vector copy ({size})",
             f"{big['first_search_no_local_copy_ms']:.0f} ms",
         )

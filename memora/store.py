@@ -165,6 +165,13 @@ class LongTermMemoryStore:
             keep = [i for i, unit in enumerate(units) if unit.id in live]
             if keep:
                 self.vectors.upsert([units[i] for i in keep], sealed[keep])
+        by_user: dict[str, list[int]] = {}
+        for i in keep:
+            by_user.setdefault(units[i].user_id, []).append(i)
+        for user_id, rows in by_user.items():
+            ids = [units[i].id for i in rows]
+            if self.local_vectors.remember(user_id, ids, sealed[rows]):
+                self._vector_writer.run_later(self.local_vectors.merge_pending)
 
     def update(self, user_id: str, memory_id: str, **changes: Any) -> MemoryUnit | None:
         """Change fields of one memory (not its content or owner); None if unknown."""

@@ -22,7 +22,8 @@ import hashlib
 import logging
 import os
 import tempfile
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,8 @@ logger = logging.getLogger(__name__)
 
 REFRESH_SHARE = 0.05
 """Rewrite a user's copy once this share of the live vectors came from Chroma or is stale."""
+MAX_PENDING = 100_000
+"""Vectors held for the next merge at most; past that, a later load refreshes the copy."""
 
 
 class SealedVectorCache:
@@ -40,6 +43,28 @@ class SealedVectorCache:
         self.root = root
         self._tag = hashlib.sha256(f"{model_id}\0{dimension}".encode()).hexdigest()[:16]
         self._dimension = dimension
+        self._pending: dict[str, dict[str, np.ndarray]] = {}
+        self._lock = threading.Lock()
+
+    def remember(self, user_id: str, ids: Sequence[str], sealed: np.ndarray) -> bool:
+        """Hold vectors just written to Chroma for the next :meth:`merge_pending`, so the
+        process that wrote a user's memories also leaves their copy.
+
+        Returns:
+            True when nothing was pending before (the caller schedules the merge).
+        """
+        with self._lock:
+            first = not self._pending
+            if sum(len(held) for held in self._pending.values()) + len(ids) <= MAX_PENDING:
+                self._pending.setdefault(user_id, {}).update(zip(ids, sealed, strict=True))
+            return first
+
+    def merge_pending(self) -> None:
+        """Add the held vectors to each user's copy."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        for user_id, fresh in pending.items():
+            self.write(user_id, self.read(user_id) | fresh)
 
     def _path(self, user_id: str) -> Path:
         digest = hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
@@ -81,7 +106,9 @@ class SealedVectorCache:
             raise
 
     def drop(self, user_id: str) -> None:
-        """Delete the user's copies for every embedding model."""
+        """Delete the user's copies for every embedding model, and what is held for them."""
+        with self._lock:
+            self._pending.pop(user_id, None)
         digest = self._path(user_id).name.split("-", 1)[0]
         for path in self.root.glob(f"{digest}-*.npz"):
             with contextlib.suppress(FileNotFoundError):
@@ -89,6 +116,8 @@ class SealedVectorCache:
 
     def drop_all(self) -> None:
         """Delete every copy (the vectors were rebuilt)."""
+        with self._lock:
+            self._pending.clear()
         for path in self.root.glob("*.npz"):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()

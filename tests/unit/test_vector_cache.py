@@ -61,14 +61,31 @@ def _new_store(root: Path) -> LongTermMemoryStore:
     return LongTermMemoryStore(root, SPEC, embed=embed)
 
 
-def test_a_new_process_loads_from_the_copy_without_asking_chroma(tmp_path: Path) -> None:
+def test_the_process_that_wrote_the_memories_leaves_the_copy(tmp_path: Path) -> None:
     writer = _new_store(tmp_path)
     ids = _fill(writer, "alice", 50)
     writer.close()
+    assert len(_copies(tmp_path)) == 1
+    reader = _new_store(tmp_path)
+    asked = CountingGets(reader)
+    loaded = _index_vectors(reader, "alice")
+    reader.close()
+    assert asked.ids == []
+    assert sorted(loaded) == sorted(ids)
+    for memory_id, vector in loaded.items():
+        assert np.allclose(vector, embed([f"memory m {memory_id[1:]}"])[0], atol=1e-3)
+
+
+def test_a_node_without_the_copy_loads_from_chroma_and_leaves_one(tmp_path: Path) -> None:
+    writer = _new_store(tmp_path)
+    ids = _fill(writer, "alice", 50)
+    writer.local_vectors.drop("alice")
+    writer.close()
+    assert _copies(tmp_path) == []
     first = _new_store(tmp_path)
     asked_first = CountingGets(first)
     expected = _index_vectors(first, "alice")
-    first.close()  # the flush writes the copy
+    first.close()  # the flush runs the upkeep that writes the copy
     assert sorted(asked_first.ids) == sorted(ids)
     assert len(_copies(tmp_path)) == 1
 
@@ -80,7 +97,6 @@ def test_a_new_process_loads_from_the_copy_without_asking_chroma(tmp_path: Path)
     assert loaded.keys() == expected.keys()
     for memory_id, vector in expected.items():
         assert np.allclose(loaded[memory_id], vector, atol=1e-4)
-        assert np.allclose(vector, embed([f"memory m {memory_id[1:]}"])[0], atol=1e-3)
 
 
 def test_the_copy_holds_sealed_vectors_only(tmp_path: Path) -> None:
@@ -118,14 +134,15 @@ def test_entries_of_forgotten_memories_are_never_used(tmp_path: Path) -> None:
     assert set(loaded) == set(ids[3:])
 
 
-def test_new_memories_from_another_process_come_from_chroma_and_refresh_the_copy(
-    tmp_path: Path,
+def test_vectors_missing_from_the_copy_come_from_chroma_and_refresh_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = _new_store(tmp_path)
     _fill(store, "alice", 40)
-    store.index_for("alice")
     store.close()
     other = _new_store(tmp_path)
+    # A process that wrote its vectors to Chroma but died before adding them to the copy.
+    monkeypatch.setattr(other.local_vectors, "remember", lambda *args: False)
     added = _fill(other, "alice", 10, prefix="n")
     other.close()
     reader = _new_store(tmp_path)
