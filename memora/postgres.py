@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memora.db import StoreError
@@ -142,6 +142,12 @@ class PostgresDatabase:
         """Run a read-only statement with ``?`` placeholders and return all rows."""
         with self.connection() as conn:
             return conn.execute(_translate(sql), tuple(params)).fetchall()
+
+    def query_tuples(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """:meth:`query`'s rows as tuples in column order, cheaper to build than dicts."""
+        with self.connection() as conn:
+            cursor = conn.cursor(row_factory=tuple_row)
+            return cursor.execute(_translate(sql), tuple(params)).fetchall()
 
     def ensure_schema(self, component: str, version: int, statements: Sequence[str]) -> None:
         """Create a part's tables once, whichever node starts first, and record its version.

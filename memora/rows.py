@@ -9,9 +9,10 @@ write whoever the user. A process compares them with what it last saw to
 know whether anyone else wrote meanwhile; bumping in the same transaction
 means a write and its generation are never seen apart.
 
-:class:`RowStore` is the interface the rest of Memora uses; :class:`SqliteRowStore`
-implements it on one SQLite file with ``secure_delete`` (see ``memora.db``),
-so deleting a row really removes its text.
+:class:`RowStore` is the interface the rest of Memora uses. :class:`SqlRowStore`
+implements it once in SQL that SQLite and Postgres both run; :class:`SqliteRowStore`
+puts it on one SQLite file with ``secure_delete`` (see ``memora.db``), so deleting
+a row really removes its text, and ``memora.rows_postgres`` on a shared database.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import builtins
 import fcntl
 import json
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -27,20 +29,22 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from memora.db import Database
+from memora.db import Database, SqlDatabase
 from memora.models import MemoryScope, MemorySource, MemoryStatus, MemoryUnit, utcnow
 
 CHANGE_LOG_GENERATIONS = 1000
 """Generations of changes kept per user; a process further behind reloads the user."""
-_ID_BATCH = 900
+_SQLITE_ID_BATCH = 900
 """Ids per ``IN (…)`` list, below SQLite's default limit of 999 bound parameters."""
 _STORE_WIDE = ""
 """Generation row counting every write to the store, whoever the user."""
+_SCRUBBED_TABLES = ("memories", "vector_keys", "changes")
+"""Tables whose deleted rows held memory text or keys, or name forgotten ids."""
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS memories (
-    id TEXT PRIMARY KEY,
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS memories (
+    {types.insertion_sequence}id TEXT PRIMARY KEY,
     user_id TEXT NOT NULL,
     content TEXT NOT NULL,
     memory_type TEXT NOT NULL,
@@ -48,7 +52,7 @@ CREATE TABLE IF NOT EXISTS memories (
     scope TEXT NOT NULL,
     thread_id TEXT,
     importance INTEGER NOT NULL,
-    confidence REAL NOT NULL,
+    confidence {types.real} NOT NULL,
     source TEXT NOT NULL,
     metadata TEXT NOT NULL,
     created_at TEXT NOT NULL,
@@ -60,31 +64,67 @@ CREATE TABLE IF NOT EXISTS memories (
     superseded_by TEXT,
     supersedes TEXT,
     embedding_model TEXT NOT NULL,
-    needs_review INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS memories_user_status ON memories (user_id, status);
-CREATE TABLE IF NOT EXISTS tombstones (
+    needs_review {types.flag}
+)""",
+    """CREATE TABLE IF NOT EXISTS tombstones (
     id TEXT PRIMARY KEY,
     user_id TEXT NOT NULL,
     deleted_at TEXT NOT NULL,
     chain_ids TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS generations (
+)""",
+    """CREATE TABLE IF NOT EXISTS generations (
     user_id TEXT PRIMARY KEY,
-    generation INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS changes (
+    generation {types.counter} NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS changes (
     user_id TEXT NOT NULL,
-    generation INTEGER NOT NULL,
+    generation {types.counter} NOT NULL,
     memory_id TEXT NOT NULL,
     PRIMARY KEY (user_id, generation, memory_id)
-);
-CREATE TABLE IF NOT EXISTS vector_keys (
+)""",
+    """CREATE TABLE IF NOT EXISTS vector_keys (
     id TEXT PRIMARY KEY,
     user_id TEXT NOT NULL,
-    key BLOB NOT NULL
-);
-"""
+    key {types.bytes} NOT NULL
+)""",
+)
+
+
+@dataclass(frozen=True)
+class ColumnTypes:
+    """How a dialect spells the few column types the row store's tables differ in."""
+
+    insertion_sequence: str
+    """A column definition (with its comma) numbering rows as inserted, or empty."""
+    real: str
+    """A floating-point column."""
+    flag: str
+    """A true/false column with its constraints, false by default."""
+    counter: str
+    """A generation counter."""
+    bytes: str
+    """A binary column."""
+
+
+def table_statements(types: ColumnTypes) -> builtins.list[str]:
+    """The row store's ``CREATE TABLE IF NOT EXISTS`` statements in ``types``' dialect."""
+    return [statement.format(types=types) for statement in _TABLES]
+
+
+_SQLITE_SCHEMA = ";\n".join(
+    [
+        *table_statements(
+            ColumnTypes(
+                insertion_sequence="",
+                real="REAL",
+                flag="INTEGER NOT NULL DEFAULT 0",
+                counter="INTEGER",
+                bytes="BLOB",
+            )
+        ),
+        "CREATE INDEX IF NOT EXISTS memories_user_status ON memories (user_id, status)",
+    ]
+)
 
 _COLUMNS = (
     "id",
@@ -360,11 +400,12 @@ def _row_values(unit: MemoryUnit) -> tuple[Any, ...]:
         unit.superseded_by,
         unit.supersedes,
         unit.embedding_model,
-        int(unit.needs_review),
+        unit.needs_review,
     )
 
 
 def _unit_from_row(row: Any) -> MemoryUnit:
+    """A unit from a row read by column name (SQLite's ``Row`` or psycopg's dict)."""
     return _unit_from_values(tuple(row[name] for name in _COLUMNS))
 
 
@@ -375,87 +416,89 @@ def _unit_from_values(values: Sequence[Any]) -> MemoryUnit:
     return MemoryUnit.model_validate(data)
 
 
-class SqliteRowStore:
-    """:class:`RowStore` on one SQLite file (``memora.db`` in the data dir)."""
+class SqlRowStore(ABC):
+    """:class:`RowStore` in SQL both engines run: statements use ``?`` placeholders, which
+    ``PostgresDatabase`` translates, and rows are read by column name.
 
-    def __init__(self, path: Path) -> None:
-        self.db = Database(path, _SCHEMA)
-        self._vector_lock_path = path.with_name(path.name + ".vector-lock")
+    A backend supplies the connection, the vector lock and the few statements its
+    dialect spells differently: how a list of ids is bound, how many fit in one
+    statement, which column orders rows by insertion.
+    """
+
+    insertion_order: str
+    """Column that orders rows as they were inserted."""
+    ids_per_statement: int
+    """Most ids bound in one statement (the rest go in further statements)."""
+
+    def __init__(self, db: SqlDatabase) -> None:
+        self.db = db
         self._vector_thread_lock = threading.Lock()
 
-    @contextmanager
-    def vector_lock(self) -> Iterator[None]:
-        """An exclusive ``flock`` on a file beside the database (processes on one machine)."""
-        with self._vector_thread_lock, self._vector_lock_path.open("a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    @abstractmethod
+    def vector_lock(self) -> AbstractContextManager[None]:
+        """Held across processes while vectors are checked and written, or deleted."""
+
+    @abstractmethod
+    def _positional_rows(self, sql: str, params: Sequence[Any]) -> Sequence[Sequence[Any]]:
+        """A query's rows as value sequences in column order (what :class:`IndexRow` takes)."""
+
+    def _id_in(self, column: str, ids: Sequence[str]) -> tuple[str, builtins.list[Any]]:
+        """The condition that ``column`` is one of ``ids``, and its parameters."""
+        return f"{column} IN ({', '.join('?' for _ in ids)})", list(ids)
+
+    @abstractmethod
+    def _lock_all_generations(self, conn: Any) -> None:
+        """Lock every generation row in the writers' order before bumping them all."""
+
+    def _batches(self, ids: Sequence[str]) -> Iterator[builtins.list[str]]:
+        for start in range(0, len(ids), self.ids_per_statement):
+            yield list(ids[start : start + self.ids_per_statement])
 
     def close(self) -> None:
-        """Close the database."""
+        """Release the database."""
         self.db.close()
 
     def scrub(self) -> bool:
-        """Checkpoint and truncate the write-ahead log (see ``Database.scrub``)."""
-        return self.db.scrub()
+        """Make deleted rows unreadable from storage as far as the engine can.
+
+        SQLite's ``secure_delete`` zeroed them already and its write-ahead log is
+        truncated; Postgres VACUUMs the tables so the dead tuples are pruned.
+        """
+        return self.db.reclaim(*_SCRUBBED_TABLES)
 
     # -- writes ----------------------------------------------------------
 
     def _bump(self, conn: Any, user_id: str, changed: Sequence[str] = ()) -> GenerationBump:
-        """Advance the user's and the store-wide counters inside the write's transaction.
+        """Advance the store-wide, then the user's counter inside the write's transaction.
 
-        The ids the write changed are logged under the new generation, so a process
-        holding an older generation can patch its index instead of reloading it.
+        On Postgres the upserted rows stay locked until commit, so concurrent
+        writers are ordered by them (always store-wide first, so two writers never
+        wait on each other crosswise). The ids the write changed are logged under
+        the new generation, so a process holding an older generation can patch its
+        index instead of reloading it.
         """
 
-        def read(key: str) -> int:
-            row = conn.execute(
-                "SELECT generation FROM generations WHERE user_id = ?", (key,)
-            ).fetchone()
-            return int(row["generation"]) if row else 0
+        def advance(key: str) -> int:
+            rows = conn.execute(
+                "INSERT INTO generations VALUES (?, 1) ON CONFLICT (user_id)"
+                " DO UPDATE SET generation = generations.generation + 1 RETURNING generation",
+                (key,),
+            ).fetchall()
+            return int(rows[0]["generation"])
 
-        before, store_before = read(user_id), read(_STORE_WIDE)
-        conn.executemany(
-            "INSERT INTO generations VALUES (?, 1) ON CONFLICT(user_id)"
-            " DO UPDATE SET generation = generation + 1",
-            [(user_id,), (_STORE_WIDE,)],
-        )
-        after = before + 1
-        conn.executemany(
-            "INSERT OR IGNORE INTO changes VALUES (?, ?, ?)",
-            [(user_id, after, memory_id) for memory_id in dict.fromkeys(changed)],
-        )
+        store_after = advance(_STORE_WIDE)
+        after = advance(user_id)
+        ids = list(dict.fromkeys(changed))
+        if ids:
+            conn.executemany(
+                "INSERT INTO changes VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                [(user_id, after, memory_id) for memory_id in ids],
+            )
         conn.execute(
             "DELETE FROM changes WHERE user_id = ? AND generation <= ?",
             (user_id, after - CHANGE_LOG_GENERATIONS),
         )
-        return GenerationBump(before, after, store_before, store_before + 1)
-
-    def changed_since(self, user_id: str, generation: int) -> builtins.list[str] | None:
-        """Ids written after ``generation``, or None when the log no longer covers them all."""
-        current = self.generation(user_id)
-        rows = self.db.query(
-            "SELECT generation, memory_id FROM changes WHERE user_id = ? AND generation > ?"
-            " ORDER BY generation",
-            (user_id, generation),
-        )
-        if len({row["generation"] for row in rows}) != current - generation:
-            return None
-        return list(dict.fromkeys(row["memory_id"] for row in rows))
-
-    def get_many(self, user_id: str, memory_ids: Sequence[str]) -> builtins.list[MemoryUnit]:
-        """The live memories of this user among ``memory_ids``."""
-        found: builtins.list[MemoryUnit] = []
-        for start in range(0, len(memory_ids), _ID_BATCH):
-            batch = list(memory_ids[start : start + _ID_BATCH])
-            placeholders = ", ".join("?" for _ in batch)
-            rows = self.db.query(
-                f"{_SELECT} WHERE user_id = ? AND id IN ({placeholders})", (user_id, *batch)
-            )
-            found += [_unit_from_row(row) for row in rows]
-        return found
+        return GenerationBump(after - 1, after, store_after - 1, store_after)
 
     def insert(
         self, user_id: str, units: Sequence[MemoryUnit], keys: Sequence[bytes]
@@ -489,52 +532,59 @@ class SqliteRowStore:
         self, user_id: str, memory_ids: Sequence[str], at: datetime
     ) -> tuple[int, GenerationBump]:
         """Set the last access to ``at`` and count one more access."""
+        touched = 0
         with self.db.transaction() as conn:
-            cursor = conn.executemany(
-                "UPDATE memories SET last_accessed_at = ?, access_count = access_count + 1"
-                " WHERE id = ? AND user_id = ?",
-                [(at.isoformat(), memory_id, user_id) for memory_id in memory_ids],
-            )
-            touched = cursor.rowcount
+            for batch in self._batches(memory_ids):
+                condition, ids = self._id_in("id", batch)
+                cursor = conn.execute(
+                    "UPDATE memories SET last_accessed_at = ?, access_count = access_count + 1"
+                    f" WHERE user_id = ? AND {condition}",
+                    (at.isoformat(), user_id, *ids),
+                )
+                touched += cursor.rowcount
             return touched, self._bump(conn, user_id, memory_ids)
 
     def delete_with_tombstones(self, user_id: str, memory_ids: Sequence[str]) -> GenerationBump:
         """Delete the rows; each tombstone lists every id deleted with it."""
-        placeholders = ", ".join("?" for _ in memory_ids)
+        chain_ids = json.dumps(list(memory_ids))
+        now = utcnow().isoformat()
         with self.db.transaction() as conn:
-            conn.execute(
-                f"DELETE FROM memories WHERE user_id = ? AND id IN ({placeholders})",
-                (user_id, *memory_ids),
-            )
-            conn.execute(
-                f"DELETE FROM vector_keys WHERE user_id = ? AND id IN ({placeholders})",
-                (user_id, *memory_ids),
-            )
-            conn.executemany(
-                "INSERT OR REPLACE INTO tombstones VALUES (?, ?, ?, ?)",
-                [
-                    (deleted, user_id, utcnow().isoformat(), json.dumps(list(memory_ids)))
-                    for deleted in memory_ids
-                ],
+            for batch in self._batches(memory_ids):
+                condition, ids = self._id_in("id", batch)
+                for table in ("memories", "vector_keys"):
+                    conn.execute(
+                        f"DELETE FROM {table} WHERE user_id = ? AND {condition}", (user_id, *ids)
+                    )
+            self._write_tombstones(
+                conn, [(deleted, user_id, now, chain_ids) for deleted in memory_ids]
             )
             return self._bump(conn, user_id, memory_ids)
 
     def erase_user(self, user_id: str) -> builtins.list[str]:
         """Delete the user's rows and keys in one transaction; tombstones name each id."""
+        now = utcnow().isoformat()
         with self.db.transaction() as conn:
             ids = [
                 row["id"]
-                for row in conn.execute("SELECT id FROM memories WHERE user_id = ?", (user_id,))
+                for row in conn.execute(
+                    "DELETE FROM memories WHERE user_id = ? RETURNING id", (user_id,)
+                ).fetchall()
             ]
-            conn.execute("DELETE FROM memories WHERE user_id = ?", (user_id,))
             conn.execute("DELETE FROM vector_keys WHERE user_id = ?", (user_id,))
-            now = utcnow().isoformat()
-            conn.executemany(
-                "INSERT OR REPLACE INTO tombstones VALUES (?, ?, ?, ?)",
-                [(memory_id, user_id, now, json.dumps([memory_id])) for memory_id in ids],
+            self._write_tombstones(
+                conn, [(memory_id, user_id, now, json.dumps([memory_id])) for memory_id in ids]
             )
             self._bump(conn, user_id, ids)
         return ids
+
+    def _write_tombstones(self, conn: Any, tombstones: builtins.list[tuple[str, ...]]) -> None:
+        if tombstones:
+            conn.executemany(
+                "INSERT INTO tombstones VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE"
+                " SET user_id = excluded.user_id, deleted_at = excluded.deleted_at,"
+                " chain_ids = excluded.chain_ids",
+                tombstones,
+            )
 
     def add_vector_keys(self, user_id: str, keys: dict[str, bytes]) -> dict[str, bytes]:
         """Store keys for live memories of ``user_id`` that have none; the rest are ignored."""
@@ -542,8 +592,8 @@ class SqliteRowStore:
         with self.db.transaction() as conn:
             for memory_id, key in keys.items():
                 cursor = conn.execute(
-                    "INSERT OR IGNORE INTO vector_keys SELECT id, user_id, ? FROM memories"
-                    " WHERE id = ? AND user_id = ?",
+                    "INSERT INTO vector_keys SELECT id, user_id, ? FROM memories"
+                    " WHERE id = ? AND user_id = ? ON CONFLICT (id) DO NOTHING",
                     (key, memory_id, user_id),
                 )
                 if cursor.rowcount:
@@ -551,11 +601,11 @@ class SqliteRowStore:
         return stored
 
     def record_embedding_model(self, model_id: str, dimension: int) -> None:
-        """Write the model id and dimension to ``meta``."""
+        """Write the model id and dimension to ``meta`` (the first process to start wins)."""
         with self.db.transaction() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO meta VALUES ('embedding_model', ?),"
-                " ('embedding_dimension', ?)",
+                "INSERT INTO meta VALUES ('embedding_model', ?), ('embedding_dimension', ?)"
+                " ON CONFLICT (key) DO NOTHING",
                 (model_id, str(dimension)),
             )
 
@@ -564,13 +614,27 @@ class SqliteRowStore:
         with self.db.transaction() as conn:
             conn.execute("UPDATE memories SET embedding_model = ?", (model_id,))
             conn.execute(
-                "INSERT OR REPLACE INTO meta VALUES ('embedding_model', ?),"
-                " ('embedding_dimension', ?)",
+                "INSERT INTO meta VALUES ('embedding_model', ?), ('embedding_dimension', ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (model_id, str(dimension)),
             )
+            self._lock_all_generations(conn)
             conn.execute("UPDATE generations SET generation = generation + 1")
 
     # -- reads -----------------------------------------------------------
+
+    def changed_since(self, user_id: str, generation: int) -> builtins.list[str] | None:
+        """Ids written after ``generation`` up to the current one; None when the log
+        no longer covers them all."""
+        current = self.generation(user_id)
+        rows = self.db.query(
+            "SELECT generation, memory_id FROM changes WHERE user_id = ?"
+            " AND generation > ? AND generation <= ? ORDER BY generation",
+            (user_id, generation, current),
+        )
+        if len({row["generation"] for row in rows}) != current - generation:
+            return None
+        return list(dict.fromkeys(row["memory_id"] for row in rows))
 
     def embedding_model(self) -> EmbeddingModelRecord | None:
         """The ``meta`` rows naming the embedding model, if recorded."""
@@ -594,6 +658,15 @@ class SqliteRowStore:
         rows = self.db.query(f"{_SELECT} WHERE id = ? AND user_id = ?", (memory_id, user_id))
         return _unit_from_row(rows[0]) if rows else None
 
+    def get_many(self, user_id: str, memory_ids: Sequence[str]) -> builtins.list[MemoryUnit]:
+        """The live memories of this user among ``memory_ids``."""
+        found: builtins.list[MemoryUnit] = []
+        for batch in self._batches(memory_ids):
+            condition, ids = self._id_in("id", batch)
+            rows = self.db.query(f"{_SELECT} WHERE user_id = ? AND {condition}", (user_id, *ids))
+            found += [_unit_from_row(row) for row in rows]
+        return found
+
     def list(
         self,
         user_id: str,
@@ -610,8 +683,8 @@ class SqliteRowStore:
             sql += " AND status = ?"
             params.append(status.value)
         if review_only:
-            sql += " AND needs_review = 1"
-        sql += " ORDER BY created_at, rowid"
+            sql += " AND needs_review"
+        sql += f" ORDER BY created_at, {self.insertion_order}"
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
             params += [limit, offset]
@@ -619,12 +692,15 @@ class SqliteRowStore:
 
     def index_rows(self, user_id: str) -> builtins.list[IndexRow]:
         """All the user's rows, oldest first, parsed only as far as ranking needs."""
-        rows = self.db.query(f"{_SELECT} WHERE user_id = ? ORDER BY created_at, rowid", (user_id,))
+        rows = self._positional_rows(
+            f"{_SELECT} WHERE user_id = ? ORDER BY created_at, {self.insertion_order}", (user_id,)
+        )
         return [IndexRow(row) for row in rows]
 
     def all_memories(self) -> builtins.list[MemoryUnit]:
         """Every row, in insertion order."""
-        return [_unit_from_row(row) for row in self.db.query(f"{_SELECT} ORDER BY rowid")]
+        rows = self.db.query(f"{_SELECT} ORDER BY {self.insertion_order}")
+        return [_unit_from_row(row) for row in rows]
 
     def count(self, user_id: str, status: MemoryStatus | None = None) -> int:
         """How many rows this user has, optionally of one status."""
@@ -647,12 +723,13 @@ class SqliteRowStore:
         seen: dict[str, MemoryUnit] = {start.id: start}
         frontier = [start.id]
         while frontier:
-            placeholders = ", ".join("?" for _ in frontier)
+            conditions = [
+                self._id_in(column, frontier) for column in ("id", "superseded_by", "supersedes")
+            ]
             rows = self.db.query(
                 f"{_SELECT} WHERE user_id = ? AND"
-                f" (id IN ({placeholders}) OR superseded_by IN ({placeholders})"
-                f" OR supersedes IN ({placeholders}))",
-                (user_id, *frontier, *frontier, *frontier),
+                f" ({' OR '.join(condition for condition, _ in conditions)})",
+                [user_id, *(value for _, values in conditions for value in values)],
             )
             frontier = []
             for row in rows:
@@ -668,12 +745,11 @@ class SqliteRowStore:
     def vector_keys(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, bytes]:
         """Keys of this user's live memories among ``memory_ids``."""
         found: dict[str, bytes] = {}
-        for start in range(0, len(memory_ids), _ID_BATCH):
-            batch = list(memory_ids[start : start + _ID_BATCH])
-            placeholders = ", ".join("?" for _ in batch)
+        for batch in self._batches(memory_ids):
+            condition, ids = self._id_in("id", batch)
             for row in self.db.query(
-                f"SELECT id, key FROM vector_keys WHERE user_id = ? AND id IN ({placeholders})",
-                (user_id, *batch),
+                f"SELECT id, key FROM vector_keys WHERE user_id = ? AND {condition}",
+                (user_id, *ids),
             ):
                 found[row["id"]] = bytes(row["key"])
         return found
@@ -681,30 +757,58 @@ class SqliteRowStore:
     def live_ids(self, memory_ids: Sequence[str]) -> set[str]:
         """Ids among ``memory_ids`` that still have a row."""
         live: set[str] = set()
-        for start in range(0, len(memory_ids), _ID_BATCH):
-            batch = list(memory_ids[start : start + _ID_BATCH])
-            placeholders = ", ".join("?" for _ in batch)
-            rows = self.db.query(f"SELECT id FROM memories WHERE id IN ({placeholders})", batch)
+        for batch in self._batches(memory_ids):
+            condition, ids = self._id_in("id", batch)
+            rows = self.db.query(f"SELECT id FROM memories WHERE {condition}", ids)
             live.update(row["id"] for row in rows)
         return live
 
     def foreign_ids(self, user_id: str, memory_ids: Sequence[str]) -> set[str]:
         """Ids among ``memory_ids`` held by another user's memory or tombstone."""
         taken: set[str] = set()
-        for start in range(0, len(memory_ids), _ID_BATCH):
-            batch = list(memory_ids[start : start + _ID_BATCH])
-            placeholders = ", ".join("?" for _ in batch)
-            for table in ("memories", "tombstones"):
-                rows = self.db.query(
-                    f"SELECT id FROM {table} WHERE id IN ({placeholders}) AND user_id != ?",
-                    [*batch, user_id],
-                )
-                taken.update(row["id"] for row in rows)
+        for batch in self._batches(memory_ids):
+            condition, ids = self._id_in("id", batch)
+            rows = self.db.query(
+                f"SELECT id FROM memories WHERE {condition} AND user_id != ?"
+                f" UNION SELECT id FROM tombstones WHERE {condition} AND user_id != ?",
+                [*ids, user_id, *ids, user_id],
+            )
+            taken.update(row["id"] for row in rows)
         return taken
 
     def is_tombstoned(self, user_id: str, memory_id: str) -> bool:
         """Whether a tombstone of this user names ``memory_id``."""
         rows = self.db.query(
-            "SELECT 1 FROM tombstones WHERE id = ? AND user_id = ?", (memory_id, user_id)
+            "SELECT 1 AS found FROM tombstones WHERE id = ? AND user_id = ?",
+            (memory_id, user_id),
         )
         return bool(rows)
+
+
+class SqliteRowStore(SqlRowStore):
+    """:class:`RowStore` on one SQLite file (``memora.db`` in the data dir)."""
+
+    db: Database
+    insertion_order = "rowid"
+    ids_per_statement = _SQLITE_ID_BATCH
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(Database(path, _SQLITE_SCHEMA))
+        self._vector_lock_path = path.with_name(path.name + ".vector-lock")
+
+    @contextmanager
+    def vector_lock(self) -> Iterator[None]:
+        """An exclusive ``flock`` on a file beside the database (processes on one machine)."""
+        with self._vector_thread_lock, self._vector_lock_path.open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _positional_rows(self, sql: str, params: Sequence[Any]) -> Sequence[Sequence[Any]]:
+        """``sqlite3.Row`` is already a sequence in column order."""
+        return self.db.query(sql, tuple(params))
+
+    def _lock_all_generations(self, conn: Any) -> None:
+        """Nothing to lock: SQLite's write transactions already exclude each other."""
