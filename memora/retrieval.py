@@ -82,7 +82,7 @@ def _minmax(values: np.ndarray) -> np.ndarray:
 
 
 def _content(index: UserIndex, row: int) -> str:
-    return index.units[index.ids[row]].content
+    return index.records[index.ids[row]].content
 
 
 def _newer_restatements_first(index: UserIndex, rows: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -100,13 +100,13 @@ def _newer_restatements_first(index: UserIndex, rows: np.ndarray, order: np.ndar
     vectors = index.vectors[picked]
     similar = (vectors @ vectors.T) >= CONFLICT_MIN_COSINE
     if CONFLICT_MIN_OVERLAP > 0 and similar.any():
-        terms = [set(tokenize(index.units[index.ids[row]].content)) for row in picked]
+        terms = [set(tokenize(index.records[index.ids[row]].content)) for row in picked]
         for a, b in zip(*np.nonzero(np.triu(similar, 1)), strict=True):
             shared = len(terms[a] & terms[b])
             union = len(terms[a] | terms[b])
             if union == 0 or shared / union < CONFLICT_MIN_OVERLAP:
                 similar[a, b] = similar[b, a] = False
-    created = np.array([index.units[index.ids[row]].created_at.timestamp() for row in picked])
+    created = np.array([index.records[index.ids[row]].epoch("created_at") or 0.0 for row in picked])
     current = list(range(order.size))
     for item in range(order.size):
         position = current.index(item)
@@ -136,7 +136,7 @@ def _saying_the_query(
     if near.size > EXACT_CHECKED:
         near = near[np.argpartition(-lexical[near], EXACT_CHECKED - 1)[:EXACT_CHECKED]]
     near = near[np.argsort(-lexical[near], kind="stable")]
-    found = [i for i in near if same_text(index.units[index.ids[rows[i]]].content, query)]
+    found = [i for i in near if same_text(index.records[index.ids[rows[i]]].content, query)]
     return np.asarray(found, dtype=keep.dtype)
 
 
