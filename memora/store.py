@@ -20,6 +20,7 @@ when the generations show that someone else wrote in between.
 from __future__ import annotations
 
 import builtins
+import functools
 import logging
 import threading
 import uuid
@@ -256,12 +257,14 @@ class LongTermMemoryStore:
             try:
                 with self.rows.vector_lock():
                     self.vectors.delete(chain_ids)
-                    # Sealed entries would be noise already; dropping the copy costs one unlink
-                    # and the next load rebuilds it without them.
-                    self.local_vectors.drop(user_id)
             except StoreError as error:
                 # The keys went with the rows: what Chroma still holds is noise, swept on load.
                 logger.warning("forgotten vectors stay in Chroma until the next sweep: %s", error)
+            # The copy's entries are noise already (their keys are gone); rewriting a user's
+            # copy costs ~0.1 s at 50,000, so it waits for a pause instead of the answer.
+            self._vector_writer.run_later(
+                functools.partial(self.local_vectors.discard, user_id, chain_ids)
+            )
             index = self._cache.after_write(user_id, bump)
             if index is not None:
                 for deleted in chain_ids:

@@ -9,10 +9,11 @@ log keeps. A memory's sealed vector never changes while its id lives (a vector i
 written once per id, and re-embedding with the same model gives the same vector), so
 an entry is either right or ignored: only ids that are live and keyed are used.
 
-The file names are a hash of the user id, not the id. A forget or erasing the user
-deletes the file, so a forgotten memory's entry does not even stay as noise on this
-node. Writes go to a temporary file renamed into place, so a reader in another
-process sees the old copy or the new one, never half of one.
+The file names are a hash of the user id, not the id. A forget rewrites the copy
+without the forgotten entries once searches pause (or at the next flush), and erasing the
+user deletes the file, so a forgotten memory's entry does not even stay as noise in it.
+Writes go to a temporary file renamed into place, so a reader in another process sees
+the old copy or the new one, never half of one.
 """
 
 from __future__ import annotations
@@ -104,6 +105,17 @@ class SealedVectorCache:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
             raise
+
+    def discard(self, user_id: str, memory_ids: Iterable[str]) -> None:
+        """Rewrite the user's copy without these memories' entries (forgotten ones)."""
+        gone = set(memory_ids)
+        with self._lock:
+            held = self._pending.get(user_id, {})
+            for memory_id in gone:
+                held.pop(memory_id, None)
+        copy = self.read(user_id)
+        if gone & copy.keys():
+            self.write(user_id, {k: v for k, v in copy.items() if k not in gone})
 
     def drop(self, user_id: str) -> None:
         """Delete the user's copies for every embedding model, and what is held for them."""

@@ -89,6 +89,7 @@ def _forget_and_scan(memora: Memora, root: Path) -> None:
     assert files_containing(root, [key]) == []
     assert files_containing(root, fingerprints) == []
     # Chroma may keep the sealed vector (noise once the key is gone); the local cache may not.
+    memora.store.flush()  # the copy is rewritten without the entry once searches pause
     sealed_copies = files_containing(root, [sealed.tobytes()])
     assert [path for path in sealed_copies if "vector_cache" in path] == []
     hits = memora.search("alice", "Who lives in Taichung?")

@@ -195,14 +195,19 @@ def test_erasing_a_user_deletes_their_copy(tmp_path: Path) -> None:
         assert {str(memory_id) for memory_id in data["ids"]} == {f"b{n}" for n in range(10)}
 
 
-def test_a_forget_deletes_the_users_copy(tmp_path: Path) -> None:
+def test_a_forget_removes_the_memorys_entry_from_the_copy(tmp_path: Path) -> None:
     store = _new_store(tmp_path)
     ids = _fill(store, "alice", 10)
     store.close()
-    loader = _new_store(tmp_path)
-    loader.index_for("alice")
-    loader.flush()
-    assert len(_copies(tmp_path)) == 1
-    assert loader.delete("alice", ids[0]) == [ids[0]]
-    assert _copies(tmp_path) == []
-    loader.close()
+    forgetter = _new_store(tmp_path)
+    assert forgetter.delete("alice", ids[0]) == [ids[0]]
+    forgetter.flush()
+    [copy] = _copies(tmp_path)
+    with np.load(copy) as data:
+        assert {str(memory_id) for memory_id in data["ids"]} == set(ids[1:])
+    forgetter.close()
+    reader = _new_store(tmp_path)
+    asked = CountingGets(reader)
+    assert set(_index_vectors(reader, "alice")) == set(ids[1:])
+    reader.close()
+    assert asked.ids == []
