@@ -11,20 +11,20 @@ import difflib
 import itertools
 import re
 import tomllib
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
-from memora.lexical import HAN_CHARS
 from memora.models import MemoryCandidate, Neighbour, ReconcileAction, ReconcileDecision
 from memora.prompts import RECONCILE_PROMPT
+from memora.text import HAN_CHARS, stem
+from memora.text import fold as text_fold
 
 
 def _words(text: str) -> frozenset[str]:
@@ -56,27 +56,15 @@ _CJK_SPLIT = re.compile(f"[{HAN_CHARS}]|[^{HAN_CHARS}]+")
 _WORD = re.compile(r"\w+")
 
 
-@lru_cache(maxsize=1)
-def _t2s() -> Any:
-    """Return an OpenCC Traditional-to-Simplified converter, or None if unavailable."""
-    try:
-        import opencc
-    except ImportError:  # pragma: no cover - opencc is a declared dependency
-        return None
-    return opencc.OpenCC("t2s")
-
-
 _CONTRACTIONS = ((re.compile(r"\bwon't\b"), "will not"), (re.compile(r"\bcan't\b"), "can not"))
 _NOT_SUFFIX = re.compile(r"(\w)n't\b")
 
 
 @lru_cache(maxsize=16384)
 def fold(text: str) -> str:
-    """Lower-case, NFKC, Traditional folded to Simplified, "n't" spelled "not"."""
-    converter = _t2s()
-    text = unicodedata.normalize("NFKC", text).lower().replace("\u2019", "'")
-    if converter is not None and _CJK.search(text):
-        text = converter.convert(text)
+    """The shared text folding (width, invisible characters, script, case), plus "n't"
+    spelled "not" so that "doesn't" and "does not" compare equal."""
+    text = text_fold(text)
     for pattern, spelled in _CONTRACTIONS:
         text = pattern.sub(spelled, text)
     return _NOT_SUFFIX.sub(r"\1 not", text)
@@ -977,21 +965,7 @@ def _subject(tokens: list[str]) -> set[str]:
 
 def _stems(tokens: list[str]) -> set[str]:
     """Stemmed content words, so that "participated" meets "participating"."""
-    return {_stem(word) for word in _content(tokens)}
-
-
-@lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    """One word's Snowball stem, remembered: the same words recur in every comparison."""
-    return str(_stemmer().stemWord(word))
-
-
-@lru_cache(maxsize=1)
-def _stemmer() -> Any:
-    """The English Snowball stemmer (CJK characters pass through unchanged)."""
-    import snowballstemmer
-
-    return snowballstemmer.stemmer("english")
+    return {stem(word) for word in _content(tokens)}
 
 
 # A run of capitalised words, possibly joined by "of", "for", "the": "University of Oregon".
