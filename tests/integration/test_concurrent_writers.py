@@ -9,14 +9,22 @@ import sys
 from pathlib import Path
 
 from memora.api import Memora
-from memora.config import load_settings
+from tests.conftest import Backend
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_three_processes_times_a_hundred_adds_lose_nothing(tmp_path: Path) -> None:
+def test_three_processes_times_a_hundred_adds_lose_nothing(
+    tmp_path: Path, backend: Backend
+) -> None:
+    """On Postgres the three share the database and the Chroma server, not a data dir."""
     data_dir = tmp_path / "data"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "ANONYMIZED_TELEMETRY": "False"}
+    env = {
+        **os.environ,
+        **backend.env(),
+        "PYTHONPATH": str(ROOT),
+        "ANONYMIZED_TELEMETRY": "False",
+    }
     workers = [
         subprocess.Popen(
             [sys.executable, "-m", "tests.integration.add_worker", str(data_dir), f"p{n}", "100"],
@@ -37,7 +45,7 @@ def test_three_processes_times_a_hundred_adds_lose_nothing(tmp_path: Path) -> No
     assert [report["errors"] for report in reports] == [[], [], []]
     written = {memory_id for report in reports for memory_id in report["ids"]}
     assert len(written) >= 250, "the write path accepted too few adds for the test to mean much"
-    memora = Memora(load_settings(data_dir=data_dir))
+    memora = Memora(backend.settings(data_dir))
     stored = {unit.id for unit in memora.list("alice")}
     assert written <= stored
     memora.search("alice", "violin")

@@ -71,17 +71,25 @@ def test_three_processes_never_write_a_forgotten_memorys_vector(
     memora.close()
 
 
-def test_a_kill_during_forget_leaves_no_vector_behind(tmp_path: Path) -> None:
+def test_a_kill_during_forget_leaves_no_vector_behind(tmp_path: Path, backend: Backend) -> None:
     rng = random.Random(5)
     for trial in range(5):
         data_dir = tmp_path / f"data{trial}"
-        worker = _worker(data_dir, f"k{trial}", "0", "--forget-all")
+        user_backend = backend
+        if backend.database_url:  # one database for all trials; a Chroma collection each
+            user_backend = Backend(
+                "postgres",
+                backend.database_url,
+                backend.chroma_url,
+                f"{backend.chroma_collection}_{trial}",
+            )
+        worker = _worker(data_dir, f"k{trial}", "0", "--forget-all", backend=user_backend)
         assert worker.stdout is not None
         assert worker.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.05, 0.6))
         worker.send_signal(signal.SIGKILL)
         worker.wait(timeout=30)
-        strays, live, memora = _vectors_without_memory(data_dir)
+        strays, live, memora = _vectors_without_memory(data_dir, user_backend)
         # Whatever the kill left in Chroma can no longer be unsealed: its key went with the row.
         assert memora.store.rows.vector_keys("alice", sorted(strays)) == {}
         memora.search("alice", "note")  # loading the user sweeps the strays
