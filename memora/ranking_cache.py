@@ -87,79 +87,50 @@ class UserIndex:
             setattr(self, name, grown)
 
     def insert(self, unit: MemoryUnit, vector: np.ndarray) -> None:
-        """Add a memory (any status) to the index."""
-        self.insert_row(IndexRow.of(unit), vector)
-
-    def insert_row(self, record: IndexRow, vector: np.ndarray) -> None:
-        """Add a stored memory (any status) to the index."""
-        if self.size == self.vectors.shape[0]:
-            self._grow(self.size + 1)
-        row = self.size
-        self.size += 1
-        self.row_of[record.id] = row
-        self.ids.append(record.id)
-        self.thread_ids.append(record.thread_id)
-        self.vectors[row] = vector
-        self._record(record)
+        """Add a new memory (any status) to the index."""
+        self.insert_rows([IndexRow.of(unit)], np.asarray(vector)[None, :])
 
     def insert_rows(self, records: list[IndexRow], vectors: np.ndarray) -> None:
-        """Add many stored memories at once (a load): one array write per field."""
-        start, count = self.size, len(records)
-        if start + count > self.vectors.shape[0]:
-            self._grow(start + count)
-        end = start + count
+        """Add new stored memories (any status): one array write per field."""
+        start = self.size
+        end = start + len(records)
+        if end > self.vectors.shape[0]:
+            self._grow(end)
         self.size = end
         ids = [record.id for record in records]
         self.row_of.update(zip(ids, range(start, end), strict=True))
         self.ids.extend(ids)
         self.thread_ids.extend(record.thread_id for record in records)
         self.vectors[start:end] = vectors
-        active = [record.is_active for record in records]
         self.records.update(zip(ids, records, strict=True))
-        self.lexical.add_many(
-            (memory_id, record.content)
-            for memory_id, record, is_active in zip(ids, records, active, strict=True)
-            if is_active
-        )
+        self.lexical.add_many((r.id, r.content) for r in records if r.is_active)
         self.lexical_slot[start:end] = [
-            self.lexical.slot_of(memory_id) if is_active else -1
-            for memory_id, is_active in zip(ids, active, strict=True)
+            self.lexical.slot_of(r.id) if r.is_active else -1 for r in records
         ]
-        self.active[start:end] = active
-        self.persistent[start:end] = [record.is_persistent for record in records]
-        self.expires_at[start:end] = [
-            np.inf if (at := record.epoch("expires_at")) is None else at for record in records
-        ]
-        self.importance[start:end] = [record.importance for record in records]
-        self.last_used_at[start:end] = [
-            record.epoch("last_accessed_at") or record.epoch("created_at") or 0.0
-            for record in records
-        ]
+        self._set_fields(slice(start, end), records)
 
     def replace(self, unit: MemoryUnit) -> None:
         """Record a memory's current fields (status, expiry, importance, access)."""
-        self._record(IndexRow.of(unit))
-
-    def _record(self, record: IndexRow) -> None:
+        record = IndexRow.of(unit)
         row = self.row_of[record.id]
         previous = self.records.get(record.id)
         self.records[record.id] = record
-        is_active = record.is_active
         was_indexed = previous is not None and previous.is_active
-        if was_indexed and not is_active:
+        if was_indexed and not record.is_active:
             self.lexical.remove(record.id)
             self.lexical_slot[row] = -1
-        elif is_active and not was_indexed:
+        elif record.is_active and not was_indexed:
             self.lexical.add(record.id, record.content)
             self.lexical_slot[row] = self.lexical.slot_of(record.id)
-        self.active[row] = is_active
-        self.persistent[row] = record.is_persistent
         self.thread_ids[row] = record.thread_id
-        expires_at = record.epoch("expires_at")
-        self.expires_at[row] = np.inf if expires_at is None else expires_at
-        self.importance[row] = record.importance
-        last_used = record.epoch("last_accessed_at") or record.epoch("created_at")
-        self.last_used_at[row] = last_used or 0.0
+        self._set_fields(slice(row, row + 1), [record])
+
+    def _set_fields(self, rows: slice, records: list[IndexRow]) -> None:
+        self.active[rows] = [r.is_active for r in records]
+        self.persistent[rows] = [r.is_persistent for r in records]
+        self.expires_at[rows] = [np.inf if r.expires_at is None else r.expires_at for r in records]
+        self.importance[rows] = [r.importance for r in records]
+        self.last_used_at[rows] = [r.last_used_at for r in records]
 
     def drop(self, memory_id: str) -> None:
         """Remove a deleted memory; its row stays, never eligible again."""
@@ -200,8 +171,8 @@ class RankingCache:
         vectors: ChromaVectorIndex,
         writer: VectorWriter,
         spec: EmbeddingSpec,
+        local: SealedVectorCache,
         embed: Callable[[list[str]], np.ndarray] | None = None,
-        local: SealedVectorCache | None = None,
     ) -> None:
         self._rows = rows
         self._local = local
@@ -306,7 +277,7 @@ class RankingCache:
         ids = [record.id for record in records]
         sealed_before = self._rows.vector_keys(user_id, ids)
         keys = vector_keys_of(self._rows, user_id, ids, known=sealed_before)
-        copied = self._local.read(user_id) if self._local is not None else {}
+        copied = self._local.read(user_id)
         sealed = {i: copied[i] for i in ids if i in copied and i in sealed_before}
         stored = self._vectors.get([i for i in ids if i not in sealed])
         # A vector without a key was forgotten by another process since the rows were read;
@@ -314,9 +285,8 @@ class RankingCache:
         sealed |= {k: v for k, v in stored.items() if k in sealed_before}
         vectors = _unsealed(sealed, keys)
         vectors |= {k: v for k, v in stored.items() if k in keys and k not in sealed_before}
-        if self._local is not None and needs_refresh(len(ids), len(stored), copied, live):
-            local = self._local
-            self._writer.run_later(lambda: local.write(user_id, sealed))
+        if needs_refresh(len(stored), copied, live):
+            self._writer.run_later(lambda: self._local.write(user_id, sealed))
         resealed = [r.unit() for r in records if r.id in vectors and r.id not in sealed_before]
         if resealed:
             plain = np.array([vectors[unit.id] for unit in resealed])

@@ -106,7 +106,7 @@ def _newer_restatements_first(index: UserIndex, rows: np.ndarray, order: np.ndar
             union = len(terms[a] | terms[b])
             if union == 0 or shared / union < CONFLICT_MIN_OVERLAP:
                 similar[a, b] = similar[b, a] = False
-    created = np.array([index.records[index.ids[row]].epoch("created_at") or 0.0 for row in picked])
+    created = np.array([index.records[index.ids[row]].created_at for row in picked])
     current = list(range(order.size))
     for item in range(order.size):
         position = current.index(item)

@@ -149,74 +149,78 @@ _COLUMNS = (
     "embedding_model",
     "needs_review",
 )
-_POSITION = {name: position for position, name in enumerate(_COLUMNS)}
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM memories"
 
 
-class IndexRow:
-    """One stored memory as the ranking index reads it: its fields as stored, parsed lazily.
+def _epoch(value: Any) -> float | None:
+    """A stored timestamp (ISO text, or a datetime from a driver) as epoch seconds."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.timestamp()
+    return datetime.fromisoformat(str(value)).timestamp()
 
-    Building a validated :class:`MemoryUnit` costs about 17 µs; a user of 50,000
-    memories would pay most of a second for units that a search never returns. The
-    index reads the few fields it ranks on from the raw columns and builds the unit
-    only for memories a caller asks for.
+
+class IndexRow:
+    """One stored memory as the ranking index reads it: the fields it ranks on, and the
+    validated :class:`MemoryUnit` only when a caller asks for it.
+
+    Building a unit costs about 17 µs; a user of 50,000 memories would pay most of a
+    second for units that a search never returns.
     """
 
-    __slots__ = ("_values", "_unit", "id")
+    __slots__ = (
+        "id",
+        "content",
+        "thread_id",
+        "is_active",
+        "is_persistent",
+        "importance",
+        "created_at",
+        "expires_at",
+        "last_used_at",
+        "_values",
+        "_unit",
+    )
 
     def __init__(self, values: Sequence[Any]) -> None:
-        self._values = tuple(values)
+        """Read a row as stored (columns in ``_COLUMNS`` order)."""
+        field = dict(zip(_COLUMNS, values, strict=True))
+        self._values: tuple[Any, ...] | None = tuple(values)
         self._unit: MemoryUnit | None = None
-        self.id: str = str(self._values[_POSITION["id"]])
+        self.id: str = str(field["id"])
+        self.content: str = str(field["content"])
+        self.thread_id: str | None = field["thread_id"]
+        self.is_active: bool = field["status"] == MemoryStatus.ACTIVE.value
+        self.is_persistent: bool = field["scope"] == MemoryScope.PERSISTENT.value
+        self.importance: int = int(field["importance"])
+        self.created_at: float = _epoch(field["created_at"]) or 0.0
+        self.expires_at: float | None = _epoch(field["expires_at"])
+        self.last_used_at: float = _epoch(field["last_accessed_at"]) or self.created_at
 
     @classmethod
     def of(cls, unit: MemoryUnit) -> IndexRow:
-        """The row of an already built unit."""
-        row = cls(_row_values(unit))
+        """The row of an already built unit (nothing serialised)."""
+        row = cls.__new__(cls)
+        row._values = None
         row._unit = unit
+        row.id = unit.id
+        row.content = unit.content
+        row.thread_id = unit.thread_id
+        row.is_active = unit.status is MemoryStatus.ACTIVE
+        row.is_persistent = unit.scope is MemoryScope.PERSISTENT
+        row.importance = unit.importance
+        row.created_at = unit.created_at.timestamp()
+        row.expires_at = unit.expires_at.timestamp() if unit.expires_at else None
+        row.last_used_at = (
+            unit.last_accessed_at.timestamp() if unit.last_accessed_at else row.created_at
+        )
         return row
-
-    def _field(self, name: str) -> Any:
-        return self._values[_POSITION[name]]
-
-    @property
-    def content(self) -> str:
-        """The memory's text."""
-        return str(self._field("content"))
-
-    @property
-    def thread_id(self) -> str | None:
-        """The thread a thread-scoped memory belongs to."""
-        value = self._field("thread_id")
-        return None if value is None else str(value)
-
-    @property
-    def is_active(self) -> bool:
-        """Whether the memory is active (not superseded or archived)."""
-        return bool(self._field("status") == MemoryStatus.ACTIVE.value)
-
-    @property
-    def is_persistent(self) -> bool:
-        """Whether the memory is in every thread's scope."""
-        return bool(self._field("scope") == MemoryScope.PERSISTENT.value)
-
-    @property
-    def importance(self) -> int:
-        """The memory's importance, 1 to 5."""
-        return int(self._field("importance"))
-
-    def epoch(self, name: str) -> float | None:
-        """A timestamp column as seconds since the epoch, or None when unset."""
-        value = self._field(name)
-        if value is None:
-            return None
-        if isinstance(value, datetime):
-            return value.timestamp()
-        return datetime.fromisoformat(str(value)).timestamp()
 
     def unit(self) -> MemoryUnit:
         """The validated memory (built on first use)."""
         if self._unit is None:
+            assert self._values is not None  # one of the two is always set
             self._unit = _unit_from_values(self._values)
         return self._unit
 

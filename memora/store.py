@@ -92,7 +92,7 @@ class LongTermMemoryStore:
             data_dir / "vector_cache", spec.model_id, spec.dimension
         )
         self._cache = RankingCache(
-            self.rows, self.vectors, self._vector_writer, spec, embed, self.local_vectors
+            self.rows, self.vectors, self._vector_writer, spec, self.local_vectors, embed
         )
         self._lock = threading.RLock()
 

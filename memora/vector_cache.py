@@ -45,6 +45,7 @@ class SealedVectorCache:
         self._tag = hashlib.sha256(f"{model_id}\0{dimension}".encode()).hexdigest()[:16]
         self._dimension = dimension
         self._pending: dict[str, dict[str, np.ndarray]] = {}
+        self._pending_count = 0
         self._lock = threading.Lock()
 
     def remember(self, user_id: str, ids: Sequence[str], sealed: np.ndarray) -> bool:
@@ -56,20 +57,35 @@ class SealedVectorCache:
         """
         with self._lock:
             first = not self._pending
-            if sum(len(held) for held in self._pending.values()) + len(ids) <= MAX_PENDING:
+            if self._pending_count + len(ids) <= MAX_PENDING:
                 self._pending.setdefault(user_id, {}).update(zip(ids, sealed, strict=True))
+                self._pending_count += len(ids)
             return first
 
     def merge_pending(self) -> None:
-        """Add the held vectors to each user's copy."""
+        """Add the held vectors to each user's copy, unless they are too few to be worth
+        rewriting it for (a load fetches those from Chroma, and refreshes past
+        ``REFRESH_SHARE``)."""
         with self._lock:
-            pending, self._pending = self._pending, {}
+            pending, self._pending, self._pending_count = self._pending, {}, 0
         for user_id, fresh in pending.items():
-            self.write(user_id, self.read(user_id) | fresh)
+            if len(fresh) > REFRESH_SHARE * self._entries(user_id):
+                self.write(user_id, self.read(user_id) | fresh)
+
+    def _entries(self, user_id: str) -> int:
+        """About how many vectors the user's copy holds (from its size, without reading it)."""
+        try:
+            size = self._path(user_id).stat().st_size
+        except FileNotFoundError:
+            return 0
+        return size // (4 * self._dimension)
+
+    @staticmethod
+    def _digest(user_id: str) -> str:
+        return hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
     def _path(self, user_id: str) -> Path:
-        digest = hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-        return self.root / f"{digest}-{self._tag}.npz"
+        return self.root / f"{self._digest(user_id)}-{self._tag}.npz"
 
     def read(self, user_id: str) -> dict[str, np.ndarray]:
         """The user's cached sealed vectors (empty when there is no usable copy)."""
@@ -121,8 +137,7 @@ class SealedVectorCache:
         """Delete the user's copies for every embedding model, and what is held for them."""
         with self._lock:
             self._pending.pop(user_id, None)
-        digest = self._path(user_id).name.split("-", 1)[0]
-        for path in self.root.glob(f"{digest}-*.npz"):
+        for path in self.root.glob(f"{self._digest(user_id)}-*.npz"):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
@@ -135,7 +150,7 @@ class SealedVectorCache:
                 path.unlink()
 
 
-def needs_refresh(live: int, fetched: int, cached: Iterable[str], live_ids: set[str]) -> bool:
+def needs_refresh(fetched: int, cached: Iterable[str], live_ids: set[str]) -> bool:
     """Whether a copy is worth rewriting: enough of it came from Chroma or is stale."""
     stale = sum(1 for memory_id in cached if memory_id not in live_ids)
-    return live > 0 and (fetched + stale) > REFRESH_SHARE * live
+    return bool(live_ids) and (fetched + stale) > REFRESH_SHARE * len(live_ids)

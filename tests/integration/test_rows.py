@@ -236,7 +236,7 @@ def test_index_rows_are_the_users_memories_oldest_first(rows: SqlRowStore) -> No
     index = rows.index_rows("alice")
     assert [row.id for row in index] == ["early", "late"]
     assert [row.unit() for row in index] == [rows.get("alice", "early"), rows.get("alice", "late")]
-    assert index[0].epoch("created_at") == _T0.timestamp()
+    assert index[0].created_at == _T0.timestamp()
 
 
 def test_more_ids_than_one_statement_binds(rows: SqlRowStore) -> None:
