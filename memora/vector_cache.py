@@ -112,7 +112,10 @@ class SealedVectorCache:
             if ids
             else np.zeros((0, self._dimension), dtype=np.float32)
         )
-        handle, temporary = tempfile.mkstemp(dir=self.root, suffix=".tmp")
+        # Named after the user, so erasing them also removes what a killed writer left.
+        handle, temporary = tempfile.mkstemp(
+            dir=self.root, prefix=f"{self._digest(user_id)}-", suffix=".tmp"
+        )
         try:
             with os.fdopen(handle, "wb") as file:
                 np.savez(file, ids=np.array(ids, dtype=str), sealed=matrix)
@@ -137,7 +140,7 @@ class SealedVectorCache:
         """Delete the user's copies for every embedding model, and what is held for them."""
         with self._lock:
             self._pending.pop(user_id, None)
-        for path in self.root.glob(f"{self._digest(user_id)}-*.npz"):
+        for path in self.root.glob(f"{self._digest(user_id)}-*"):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
@@ -145,7 +148,7 @@ class SealedVectorCache:
         """Delete every copy (the vectors were rebuilt)."""
         with self._lock:
             self._pending.clear()
-        for path in self.root.glob("*.npz"):
+        for path in self.root.glob("*-*"):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 

@@ -211,3 +211,14 @@ def test_a_forget_removes_the_memorys_entry_from_the_copy(tmp_path: Path) -> Non
     assert set(_index_vectors(reader, "alice")) == set(ids[1:])
     reader.close()
     assert asked.ids == []
+
+
+def test_erasing_a_user_also_removes_what_a_killed_copy_writer_left(tmp_path: Path) -> None:
+    store = _new_store(tmp_path)
+    _fill(store, "alice", 10)
+    [copy] = _copies(tmp_path)
+    leftover = copy.with_name(copy.name.split("-", 1)[0] + "-half-written.tmp")
+    leftover.write_bytes(copy.read_bytes()[:100])
+    store.erase_user("alice")
+    store.close()
+    assert list((tmp_path / "vector_cache").iterdir()) == []
