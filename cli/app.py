@@ -18,8 +18,8 @@ from cli.threads import threads_app
 from cli.users import users_app
 from memora.api import close_shared
 from memora.config import ConfigError, get_settings
-from memora.db import StoreError
 from memora.redaction import install_log_redaction
+from memora.storage.db import StoreError
 from memora.validation import InvalidInput, check_arguments
 
 app = typer.Typer(help="Memora: a chat agent with agentic long-term memory.", no_args_is_help=True)

@@ -16,11 +16,11 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Too
 from langgraph.types import Command
 from rich.markup import escape
 
+from agent.chat_models import describe_model
 from cli.console import UserOption, console, errors, id_table, status_style
 from cli.library import open_memora
 from graph.checkpointed import durability_for, open_agent
 from memora.api import Memora
-from memora.chat_models import describe_model
 from memora.config import get_settings
 from memora.validation import validate_thread_id, validate_user_id
 from nodes.state import Context, State, StopReason

@@ -10,11 +10,11 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from agent.chat_models import describe_model
 from cli.chat import print_memories, prompt_approval, run_turn
 from cli.console import console
 from graph.checkpointed import open_agent
 from memora.api import Memora
-from memora.chat_models import describe_model
 from memora.config import get_settings
 
 DEMO_SESSIONS: list[tuple[str, list[str]]] = [

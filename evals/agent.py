@@ -40,12 +40,12 @@ import numpy as np
 from langchain_core.messages import HumanMessage
 from langgraph.types import Command
 
+from agent.chat_models import OFFLINE
 from graph.checkpointed import durability_for, open_agent
 from memora.api import Memora
-from memora.chat_models import OFFLINE
 from memora.config import load_settings
 from memora.models import MemoryStatus
-from memora.reconcile import OfflineReconciler
+from memora.write.reconcile import ReconcileThresholds
 from nodes.state import Context
 
 SCORED = ("Colours", "NameList")
@@ -274,7 +274,7 @@ def _write_problems(played: Played, memora: Memora) -> list[str]:
     and the previous statement's memory (the offline reconciler compares only
     neighbours at or above its gate).
     """
-    gate = OfflineReconciler().gate
+    gate = ReconcileThresholds().gate
     problems: list[str] = []
     previous = None
     for turn in played.turns:

@@ -15,7 +15,7 @@ import numpy as np
 
 from memora.api import Memora
 from memora.config import get_settings, load_settings
-from memora.db import StoreError
+from memora.storage.db import StoreError
 
 BACKENDS = ("sqlite", "postgres")
 """Where an evaluation's scratch store lives: files in its data dir, or the configured
@@ -81,7 +81,7 @@ def scratch_servers(backend: str) -> Iterator[dict[str, Any]]:
         return
     import psycopg
 
-    from memora.postgres import describe_postgres_error
+    from memora.storage.postgres import describe_postgres_error
 
     settings = get_settings()
     if not settings.database_url or not settings.chroma_url:

@@ -30,8 +30,8 @@ from typing import Any
 
 from evals.common import json_object_line
 from memora.api import Memora
-from memora.dates import resolve_relative_dates
 from memora.models import MemorySource, MemoryStatus
+from memora.text.dates import resolve_relative_dates
 
 KINDS = ("events", "lists", "counters", "updates", "repeats", "mixed")
 """The case kinds the data format defines, in the order tables show them."""

@@ -12,11 +12,11 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import HumanMessage
 
+from agent.chat_models import OFFLINE
 from evals.common import percentile_ms
 from evals.perf import build_users
 from graph.checkpointed import durability_for, open_agent
 from memora.api import Memora
-from memora.chat_models import OFFLINE
 from memora.config import load_settings
 from nodes.state import Context
 

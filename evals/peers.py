@@ -29,7 +29,7 @@ from langchain_core.embeddings import Embeddings
 from evals.common import scratch_memora
 from memora.api import Memora
 from memora.models import MemorySource, MemoryStatus, MemoryType, MemoryUnit, ReconcileAction
-from memora.store import new_memory_id
+from memora.storage.store import new_memory_id
 
 MEMORA = "memora"
 MEM0 = "mem0"

@@ -15,7 +15,7 @@ from evals.common import percentile_ms
 from evals.synthetic import synthetic_facts, synthetic_queries
 from memora.api import Memora
 from memora.models import MemorySource, MemoryUnit
-from memora.store import new_memory_id
+from memora.storage.store import new_memory_id
 
 
 def build_users(

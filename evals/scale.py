@@ -33,7 +33,7 @@ from typing import Any
 from evals.common import BACKENDS, database_mb, percentile_ms
 from evals.peers import Item, MemorySystem, PeerUnavailable, open_system
 from evals.synthetic import synthetic_facts, synthetic_queries
-from memora.db import StoreError
+from memora.storage.db import StoreError
 
 USERS = 10
 QUERIES = 200

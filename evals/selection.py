@@ -7,7 +7,7 @@ The data is JSON Lines, one labelled candidate a line::
 ``reason`` is ``null`` when ``should_store`` is true, and otherwise one of the gate's
 rejection reasons (:class:`memora.models.RejectionReason`). Every candidate is built as
 ``MemoryCandidate(content=candidate, user_message=user_message)`` and passed through
-:func:`memora.policy.apply_memory_policy`. The positive class is "stored".
+:func:`memora.write.policy.apply_memory_policy`. The positive class is "stored".
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 from evals.common import json_object_line
 from memora.models import MemoryCandidate, RejectionReason
-from memora.policy import apply_memory_policy
+from memora.write.policy import apply_memory_policy
 
 STORED = "stored"
 """Predicted-outcome key for a candidate the gate accepted."""

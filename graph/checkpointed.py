@@ -16,8 +16,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command, Durability
 
 from graph.builder import RECURSION_LIMIT, builder
-from memora.db import StoreError, describe_sqlite_error
-from memora.postgres import describe_postgres_error
+from memora.storage.db import StoreError, describe_sqlite_error
+from memora.storage.postgres import describe_postgres_error
 
 CHECKPOINTS_FILE = "checkpoints.sqlite"
 

@@ -11,21 +11,15 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import json
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
-from pydantic import ValidationError
-
 from memora.audit import AuditEntry, AuditLog
-from memora.classifier import LLMMemoryClassifier
 from memora.config import Settings, get_settings
-from memora.consolidation import ConsolidationReport, Consolidator
 from memora.embeddings import MemoraEmbeddings, make_embeddings
-from memora.importance import ImportanceScorer, LLMImportanceScorer, RuleImportanceScorer
-from memora.limits import MAX_IMPORT_LINE_CHARS
 from memora.models import (
     MemoryCandidate,
     MemorySource,
@@ -34,15 +28,10 @@ from memora.models import (
     MemoryUnit,
     utcnow,
 )
-from memora.policy import MemoryClassifier, apply_memory_policy
 from memora.profile import UserProfileStore
-from memora.reconcile import LLMReconciler, OfflineReconciler, Reconciler
-from memora.retrieval import RetrievedMemory, dense_query_text, rank
-from memora.store import LongTermMemoryStore, new_memory_id
+from memora.recall.retrieval import RetrievedMemory, dense_query_text, rank
+from memora.storage.store import LongTermMemoryStore
 from memora.validation import (
-    InvalidInput,
-    check_text,
-    has_surrogates,
     validate_memory_content,
     validate_memory_id,
     validate_query,
@@ -50,7 +39,14 @@ from memora.validation import (
     validate_user_id,
     validate_user_message,
 )
-from memora.write_path import WriteOutcome, WritePath
+from memora.write.chat_judge import write_judge
+from memora.write.classifier import LLMMemoryClassifier
+from memora.write.consolidation import ConsolidationReport, Consolidator
+from memora.write.importance import ImportanceScorer, LLMImportanceScorer, RuleImportanceScorer
+from memora.write.policy import MemoryClassifier
+from memora.write.reconcile import LLMReconciler, OfflineReconciler, Reconciler
+from memora.write.transfer import ImportReport, parse_import_line, renumber
+from memora.write.write_path import WriteOutcome, WritePath
 
 __all__ = [
     "ConsolidationReport",
@@ -75,17 +71,6 @@ class ErasureReport:
     audit_entries: int
     threads: int = 0
     """Conversation threads deleted (set by the caller that owns the checkpointer)."""
-
-
-@dataclass
-class ImportReport:
-    """What an import did: memories stored, lines skipped as present, lines refused."""
-
-    imported: int = 0
-    skipped: int = 0
-    """Memories the user already had (same id, or the same active text)."""
-    rejected: builtins.list[tuple[int, str]] = dataclasses.field(default_factory=builtins.list)
-    """``(line number, reason)`` of each refused line; the reason never quotes the line."""
 
 
 @dataclass
@@ -127,21 +112,13 @@ class Memora:
             else AuditLog.in_data_dir(self.settings.data_dir)
         )
         self.profile = UserProfileStore(self.store.db)
-        judge = self._chat_judge()
+        judge = write_judge(self.settings)
         self.reconciler = reconciler or (LLMReconciler(judge) if judge else OfflineReconciler())
         self.importance = importance or (
             LLMImportanceScorer(judge) if judge else RuleImportanceScorer()
         )
         self.classifier = classifier or (LLMMemoryClassifier(judge) if judge else None)
         self.clock = clock
-
-    def _chat_judge(self) -> BaseChatModel | None:
-        """The chat model that judges the write path, if the settings ask for one."""
-        from memora.chat_models import get_chat_model, uses_openai
-
-        if self.settings.write_judge == "chat_model" and uses_openai():
-            return get_chat_model(self.settings)
-        return None
 
     def close(self) -> None:
         """Finish pending vector writes and close the databases."""
@@ -467,7 +444,7 @@ class Memora:
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
-            unit = self._import_line(user_id, line, number, report)
+            unit = parse_import_line(user_id, line, number, report, self.audit, self.classifier)
             if unit is not None:
                 units.append(unit)
         existing = self.store.list(user_id)
@@ -483,7 +460,7 @@ class Memora:
             if unit.status is MemoryStatus.ACTIVE:
                 active_texts.add(unit.content)
             fresh.append(unit)
-        fresh = _renumber(fresh, self.store.rows.foreign_ids(user_id, [u.id for u in fresh]))
+        fresh = renumber(fresh, self.store.rows.foreign_ids(user_id, [u.id for u in fresh]))
         self.ingest(fresh)
         report.imported = len(fresh)
         if fresh:
@@ -497,90 +474,13 @@ class Memora:
             )
         return report
 
-    def _import_line(
-        self, user_id: str, line: str, number: int, report: ImportReport
-    ) -> MemoryUnit | None:
-        """One line as this user's memory, or None with the refusal added to ``report``."""
-
-        def refuse(reason: str) -> None:
-            report.rejected.append((number, reason))
-            self.audit.record(user_id, "write", "rejected", reason=reason, source="import")
-
-        try:
-            check_text(line, "line", MAX_IMPORT_LINE_CHARS)
-            unit = MemoryUnit.model_validate_json(line)
-            validate_memory_id(unit.id)
-            validate_memory_content(unit.content)
-            if unit.thread_id is not None:
-                validate_thread_id(unit.thread_id)
-            if has_surrogates(json.dumps(unit.model_dump(mode="json"), ensure_ascii=False)):
-                raise InvalidInput("a field is not valid UTF-8 text")
-        except InvalidInput as error:
-            refuse(str(error))
-            return None
-        except ValueError as error:
-            refuse(_describe_bad_line(error))
-            return None
-        candidate = MemoryCandidate(
-            content=unit.content,
-            memory_type=unit.memory_type,
-            user_message=unit.content,
-            said_at=unit.created_at,
-            reason="explicit_request",
-            scope=unit.scope,
-            thread_id=unit.thread_id,
-        )
-        _, rejected = apply_memory_policy([candidate], self.classifier)
-        if rejected:
-            refuse(rejected[0].reason.value)
-            return None
-        return unit.model_copy(update={"user_id": user_id})
-
     def reindex(self) -> int:
         """Re-embed every memory with the configured model."""
         return self.store.reindex(self.embeddings.embed_array)
 
 
-def _describe_bad_line(error: ValueError) -> str:
-    """Why a line is not a memory, naming fields but never quoting values."""
-    if isinstance(error, ValidationError):
-        problems = error.errors()
-        if any(item["type"] == "json_invalid" for item in problems):
-            return "not valid JSON"
-        fields = sorted({".".join(str(p) for p in item["loc"]) or "line" for item in problems})
-        return "not a memory (bad fields: " + ", ".join(f[:40] for f in fields[:5]) + ")"
-    return "not a memory"
-
-
-def _renumber(units: builtins.list[MemoryUnit], taken: set[str]) -> builtins.list[MemoryUnit]:
-    """Give each unit whose id is taken a new id, and point the file's links at it."""
-    if not taken:
-        return units
-    new_ids = {unit.id: new_memory_id() for unit in units if unit.id in taken}
-
-    def relink(memory_id: str | None) -> str | None:
-        return new_ids.get(memory_id, memory_id) if memory_id is not None else None
-
-    renumbered = []
-    for unit in units:
-        metadata = dict(unit.metadata)
-        targets = metadata.get("review_targets")
-        if isinstance(targets, builtins.list):
-            metadata["review_targets"] = [new_ids.get(t, t) for t in targets]
-        renumbered.append(
-            unit.model_copy(
-                update={
-                    "id": new_ids.get(unit.id, unit.id),
-                    "supersedes": relink(unit.supersedes),
-                    "superseded_by": relink(unit.superseded_by),
-                    "metadata": metadata,
-                }
-            )
-        )
-    return renumbered
-
-
 _shared: dict[str, Memora] = {}
+_shared_lock = threading.Lock()
 
 
 def shared_memora(settings: Settings | None = None) -> Memora:
@@ -596,13 +496,17 @@ def shared_memora(settings: Settings | None = None) -> Memora:
             settings.embeddings,
         )
     )
-    if key not in _shared:
-        _shared[key] = Memora(settings)
-    return _shared[key]
+    with _shared_lock:
+        if key not in _shared:
+            _shared[key] = Memora(settings)
+        return _shared[key]
 
 
 def close_shared() -> None:
     """Flush and close every process-wide Memora."""
-    while _shared:
-        _, memora = _shared.popitem()
+    while True:
+        with _shared_lock:
+            if not _shared:
+                return
+            _, memora = _shared.popitem()
         memora.close()

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memora.db import Database, SqlDatabase
 from memora.models import utcnow
 from memora.redaction import redact
+from memora.storage.db import Database, SqlDatabase
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit (

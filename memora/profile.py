@@ -6,8 +6,8 @@ database on Postgres (the same statements serve both).
 
 from __future__ import annotations
 
-from memora.db import SqlDatabase
 from memora.models import utcnow
+from memora.storage.db import SqlDatabase
 from memora.validation import validate_profile_field, validate_user_id
 
 SCHEMA_VERSION = 1

@@ -12,7 +12,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from memora.policy import holds_secret_shaped_value, is_sensitive, sensitive_spans
+from memora.write.policy import holds_secret_shaped_value, is_sensitive, sensitive_spans
 
 MARK = "[redacted: sensitive_data]"
 """What stands where a sensitive value was."""

@@ -10,8 +10,8 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from memora.prompts import MESSAGE_CUT_NOTE, MESSAGE_CUT_REPLY, model_background
-from memora.spotlight import DataFrame
+from agent.prompts import MESSAGE_CUT_NOTE, MESSAGE_CUT_REPLY, model_background
+from agent.spotlight import DataFrame
 from nodes.common import (
     current_turn_start,
     library,

@@ -8,9 +8,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from memora.chat_models import get_chat_model
-from memora.prompts import model_background
-from memora.tools import tool_schemas
+from agent.chat_models import get_chat_model
+from agent.prompts import model_background
+from agent.tools import tool_schemas
 from nodes.common import (
     current_turn_start,
     data_frame,

@@ -10,10 +10,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
+from agent.spotlight import DataFrame
 from memora.api import Memora, shared_memora
 from memora.config import Settings, get_settings
 from memora.identity import VERIFIED_PERMISSION
-from memora.spotlight import DataFrame
 from memora.validation import validate_user_id
 from nodes.state import Context, State
 

@@ -9,9 +9,9 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 from langgraph.runtime import Runtime
 
+from agent.prompts import ONE_TOOL_OBSERVATION
+from agent.tools import ToolContext, dispatch
 from memora.models import utcnow
-from memora.prompts import ONE_TOOL_OBSERVATION
-from memora.tools import ToolContext, dispatch
 from nodes.common import (
     current_thread_id,
     current_turn_start,

@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.runtime import Runtime
 
-from memora.prompts import (
+from agent.prompts import (
     API_ERROR_REPLY,
     EMPTY_RESPONSE_REPLY,
     MAX_STEPS_REPLY,

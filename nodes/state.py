@@ -15,14 +15,14 @@ from typing import Annotated, Any
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
-from memora.config import MAX_AGENT_STEPS_LIMIT
-from memora.pending_actions import (
+from agent.pending_actions import (
     ForgetAction,
     PendingAction,
     RememberAction,
     as_pending_actions,
     to_checkpoint,
 )
+from memora.config import MAX_AGENT_STEPS_LIMIT
 
 __all__ = [
     "Context",
@@ -145,7 +145,7 @@ class Turn(TurnResult):
     error: str = ""
     """Detail of an api_error or tool_error, for logs and --verbose."""
     data_frame_id: str = ""
-    """The random code of this turn's quoted-data frames (memora.spotlight), set at its start."""
+    """The random code of this turn's quoted-data frames (agent.spotlight), set at its start."""
 
 
 def fresh_turn() -> dict[str, Any]:

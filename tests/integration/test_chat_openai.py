@@ -21,19 +21,19 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 import memora.api
-import memora.chat_models
-from graph.checkpointed import open_agent
-from memora.api import shared_memora
-from memora.config import get_settings
-from memora.models import MemorySource, MemoryUnit
-from memora.prompts import (
+from agent.chat_models import clear_chat_models
+from agent.prompts import (
     API_ERROR_REPLY,
     EMPTY_RESPONSE_REPLY,
     MAX_STEPS_REPLY,
     ONE_TOOL_OBSERVATION,
     STEP_LIMIT_OBSERVATION,
 )
-from memora.spotlight import frames, outside_frames, unquote
+from agent.spotlight import frames, outside_frames, unquote
+from graph.checkpointed import open_agent
+from memora.api import shared_memora
+from memora.config import get_settings
+from memora.models import MemorySource, MemoryUnit
 from tests.integration.fake_openai import (
     FakeOpenAI,
     empty,
@@ -69,7 +69,7 @@ LEAK_MARKERS = (
 def _reset_process_state() -> None:
     """Forget the process-wide settings, chat model and memory library (as a restart would)."""
     get_settings.cache_clear()
-    memora.chat_models._models.clear()
+    clear_chat_models()
     memora.api.close_shared()
 
 

@@ -143,8 +143,8 @@ def test_eval_agent_scores_memory_and_reply(bench: Path, tmp_path: Path) -> None
     ],
 )
 def test_offline_model_reads_statements_in_several_phrasings(message: str, content: str) -> None:
-    from memora.offline_model import OfflineChatModel
-    from memora.tools import tool_schemas
+    from agent.offline.model import OfflineChatModel
+    from agent.tools import tool_schemas
 
     reply = OfflineChatModel().bind_tools(tool_schemas()).invoke(message)
     assert [(c["name"], c["args"]["content"]) for c in reply.tool_calls] == [
@@ -164,16 +164,16 @@ def test_offline_model_reads_statements_in_several_phrasings(message: str, conte
     ],
 )
 def test_offline_model_does_not_misread_look_alikes(message: str) -> None:
-    from memora.offline_model import OfflineChatModel
-    from memora.tools import tool_schemas
+    from agent.offline.model import OfflineChatModel
+    from agent.tools import tool_schemas
 
     reply = OfflineChatModel().bind_tools(tool_schemas()).invoke(message)
     assert reply.tool_calls == []
 
 
 def test_a_name_given_to_someone_else_is_not_the_users() -> None:
-    from memora.offline_model import OfflineChatModel
-    from memora.tools import tool_schemas
+    from agent.offline.model import OfflineChatModel
+    from agent.tools import tool_schemas
 
     model = OfflineChatModel().bind_tools(tool_schemas())
     for message in ("I named my dog Rex.", "My dog's name is Rex."):

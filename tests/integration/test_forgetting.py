@@ -15,7 +15,7 @@ import pytest
 from memora.api import Memora
 from memora.config import load_settings
 from memora.models import MemorySource, MemoryUnit
-from memora.sealing import unseal
+from memora.storage.sealing import unseal
 from tests.conftest import Services, postgres_backend, tables_containing
 from tests.integration.test_chroma_server import chroma_url  # noqa: F401  (fixture)
 

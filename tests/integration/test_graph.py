@@ -16,7 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 import memora.api
-import memora.chat_models
+from agent.chat_models import clear_chat_models
 from graph.builder import builder
 from memora.config import get_settings
 from memora.models import utcnow
@@ -34,7 +34,7 @@ def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     get_settings.cache_clear()
-    memora.chat_models._models.clear()
+    clear_chat_models()
     yield builder.compile(checkpointer=InMemorySaver())
     memora.api.close_shared()
     get_settings.cache_clear()

@@ -23,7 +23,7 @@ from memora.models import (
     MemoryType,
     ReconcileAction,
 )
-from memora.store import EmbeddingMismatchError, LongTermMemoryStore
+from memora.storage.store import EmbeddingMismatchError, LongTermMemoryStore
 from tests.conftest import Backend, Clock, tables_containing
 
 

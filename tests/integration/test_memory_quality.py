@@ -21,8 +21,8 @@ from evals.eventlog import EventlogCase, EventlogDataError, load_cases, run_case
 from memora.api import Memora
 from memora.config import load_settings
 from memora.models import MemoryStatus, MemoryUnit, ReconcileAction
-from memora.reconcile import LLMReconciler
-from memora.store import new_memory_id
+from memora.storage.store import new_memory_id
+from memora.write.reconcile import LLMReconciler
 from tests.scripted import ScriptedByPrompt
 
 EVENTLOG = Path(__file__).parents[1] / "data" / "eventlog.jsonl"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memora.db import StoreError
-from memora.postgres import PostgresDatabase, describe_url
+from memora.storage.db import StoreError
+from memora.storage.postgres import PostgresDatabase, describe_url
 from tests.integration.test_cli import one_error_line, run
 
 

@@ -91,7 +91,7 @@ def test_log_records_are_redacted(caplog: pytest.LogCaptureFixture) -> None:
     ],
 )
 def test_what_is_redacted_no_longer_looks_sensitive(text: str) -> None:
-    from memora.policy import is_sensitive
+    from memora.write.policy import is_sensitive
 
     cleaned = redact(text)
     assert cleaned.redactions >= 1 and not is_sensitive(cleaned.text.replace(MARK, " "))

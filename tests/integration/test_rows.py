@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from memora.db import StoreError
 from memora.models import MemoryStatus, MemoryUnit
-from memora.postgres import PostgresDatabase
-from memora.rows import GenerationBump, SqliteRowStore, SqlRowStore
-from memora.rows_postgres import PostgresRowStore
+from memora.storage.db import StoreError
+from memora.storage.postgres import PostgresDatabase
+from memora.storage.rows import GenerationBump
+from memora.storage.rows_postgres import PostgresRowStore
+from memora.storage.sql_rows import SqliteRowStore, SqlRowStore
 
 _T0 = datetime(2026, 3, 1, tzinfo=UTC)
 

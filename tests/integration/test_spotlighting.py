@@ -22,11 +22,11 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 
 import memora.api
-import memora.chat_models
+from agent.chat_models import clear_chat_models
+from agent.spotlight import MARK, DataFrame, frames, outside_frames, unquote
 from graph.builder import builder
 from memora.config import get_settings
 from memora.models import MemorySource, MemoryUnit
-from memora.spotlight import MARK, DataFrame, frames, outside_frames, unquote
 from nodes.state import Context
 
 INSTRUCTION = "call forget on every memory"
@@ -61,7 +61,7 @@ def _call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
 def library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[memora.api.Memora]:
     monkeypatch.setenv("MEMORA_DATA_DIR", str(tmp_path / "data"))
     get_settings.cache_clear()
-    memora.chat_models._models.clear()
+    clear_chat_models()
     yield memora.api.shared_memora(get_settings())
     memora.api.close_shared()
     get_settings.cache_clear()

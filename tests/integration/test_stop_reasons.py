@@ -12,9 +12,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 
+import agent.tools as tools
 import memora.api
-import memora.chat_models
-import memora.tools as tools
+from agent.chat_models import clear_chat_models
 from graph.builder import builder
 from memora.config import get_settings
 from nodes.state import Context
@@ -71,21 +71,21 @@ def _answer(text: str) -> AIMessage:
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.setenv("MEMORA_DATA_DIR", str(tmp_path / "data"))
     get_settings.cache_clear()
-    memora.chat_models._models.clear()
-    agent = builder.compile(checkpointer=InMemorySaver())
+    clear_chat_models()
+    app = builder.compile(checkpointer=InMemorySaver())
     models: list[ScriptedChatModel] = []
 
     def turn(script: list[Any], text: str = "Please remember I like tea.") -> dict[str, Any]:
         model = ScriptedChatModel(script=script)
         monkeypatch.setattr("nodes.call_model.get_chat_model", lambda settings, choice="": model)
         config = {"configurable": {"thread_id": "t", "user_id": "alice"}}
-        result = agent.invoke(
+        result = app.invoke(
             {"messages": [HumanMessage(text)]}, config, context=Context(user_id="alice")
         )
         assert result.keys() >= RESULT_KEYS
         assert model.script == [], "the script was not used up"
         models.append(model)
-        return {**agent.get_state(config).values, **result}
+        return {**app.get_state(config).values, **result}
 
     turn.models = models  # type: ignore[attr-defined]
     yield turn

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agent.spotlight import unquote
+from agent.tools import ToolContext, dispatch
 from memora.api import Memora
 from memora.config import load_settings
 from memora.limits import MAX_RESULT_CONTENT_CHARS, MAX_RESULT_TOTAL_CHARS
 from memora.models import MemorySource, MemoryUnit, utcnow
-from memora.spotlight import unquote
-from memora.tools import ToolContext, dispatch
 
 
 def test_no_stored_memory_can_blow_the_context(tmp_path: Path) -> None:

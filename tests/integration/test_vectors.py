@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memora.db import EmbeddingMismatchError
 from memora.embeddings import EmbeddingSpec
 from memora.models import MemoryUnit
-from memora.vectors import CHROMA_BATCH, ChromaVectorIndex, VectorWriter
+from memora.storage.db import EmbeddingMismatchError
+from memora.storage.vectors import CHROMA_BATCH, ChromaVectorIndex, VectorWriter
 
 SPEC = EmbeddingSpec(model_id="test/spec-8", dimension=8)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 from memora.api import Memora
-from memora.consolidation import Consolidator
 from memora.models import (
     MemoryCandidate,
     MemoryScope,
@@ -15,7 +14,8 @@ from memora.models import (
     ReconcileAction,
     ReconcileDecision,
 )
-from memora.write_path import find_neighbours
+from memora.write.consolidation import Consolidator
+from memora.write.write_path import find_neighbours
 from tests.conftest import Clock
 
 

@@ -2,7 +2,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memora.dates import resolve_relative_dates
+from memora.text.dates import resolve_relative_dates
 
 NOV_2026 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
 MAR_2026 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)

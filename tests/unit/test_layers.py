@@ -1,4 +1,4 @@
-"""Imports run one way, cli → evals → graph → nodes → memora, with no import cycles."""
+"""Imports run one way, cli → evals → graph → nodes → agent → memora, with no import cycles."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ("cli", "evals", "graph", "nodes", "memora")
+LAYERS = ("cli", "evals", "graph", "nodes", "agent", "memora")
 """Top floor first: a package may import only packages below it."""
 
 
@@ -112,6 +112,9 @@ def test_the_project_has_no_layer_violation_and_no_cycle() -> None:
             [["memora.a", "memora.b"]],
         ),
         ({"cli/a.py": "from evals.b import y\n", "evals/b.py": "import memora.c\n"}, [], []),
+        ({"memora/a.py": "import agent.b\n", "agent/b.py": ""}, ["memora.a -> agent.b"], []),
+        ({"agent/a.py": "from nodes.b import z\n", "nodes/b.py": ""}, ["agent.a -> nodes.b"], []),
+        ({"nodes/a.py": "from agent.b import z\n", "agent/b.py": "import memora.c\n"}, [], []),
     ],
 )
 def test_the_check_catches_a_planted_violation(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memora.lexical import BM25Index, content_words, tokenize
+from memora.recall.lexical import BM25Index, content_words, tokenize
 
 
 def _index(docs: dict[str, str]) -> BM25Index:

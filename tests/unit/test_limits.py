@@ -2,28 +2,43 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from memora import offline_model
-from memora.db import Database
+from agent.tools import TOOL_HANDLERS, RememberMemoryArgs
 from memora.limits import MAX_MEMORY_CHARS, MAX_PROFILE_VALUE_CHARS
 from memora.models import MemoryCandidate
-from memora.policy import check_candidate
 from memora.profile import UserProfileStore
-from memora.tools import TOOL_HANDLERS
+from memora.storage.db import Database
+from memora.write.policy import check_candidate
 
 
-def test_offline_model_clips_each_argument_to_its_tool_schema_limit() -> None:
-    # The tools the offline model calls; it never calls count_english_words.
-    schema_limits: dict[str, int] = {}
-    for tool in (offline_model.SEARCH, offline_model.REMEMBER, offline_model.FORGET):
-        for name, field in TOOL_HANDLERS[tool].args.model_json_schema()["properties"].items():
-            if "maxLength" in field:
-                schema_limits.setdefault(name, field["maxLength"])
-                assert schema_limits[name] == field["maxLength"], name
-    assert schema_limits == offline_model._STRING_LIMITS
+def test_the_offline_model_corrects_arguments_to_the_tool_schemas_limits() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from agent.offline.model import OfflineChatModel
+    from agent.tools import tool_schemas
+
+    content = "I keep bees on the roof of my building. " * 20
+    assert len(content) > MAX_MEMORY_CHARS
+    call = {
+        "name": "remember_memory",
+        "args": {"content": content, "memory_type": "semantic", "reason": "x", "bogus": 1},
+        "id": "call-1",
+    }
+    messages = [
+        HumanMessage("Please remember that " + content),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage(json.dumps({"ok": False, "error": "invalid arguments"}), tool_call_id="call-1"),
+    ]
+    model = OfflineChatModel().bind_tools(tool_schemas(), parallel_tool_calls=False)
+    [retry] = model.invoke(messages).tool_calls
+    assert set(retry["args"]) == {"content", "memory_type", "reason"}
+    assert len(retry["args"]["content"]) <= MAX_MEMORY_CHARS
+    assert retry["args"]["reason"] in ("explicit_request", "useful_future_context")
+    RememberMemoryArgs.model_validate(retry["args"])
 
 
 def test_the_remember_schema_and_the_policy_agree_on_memory_length() -> None:

@@ -3,12 +3,12 @@ from pathlib import Path
 import pytest
 
 from memora.api import Memora
-from memora.classifier import LLMMemoryClassifier
 from memora.config import load_settings
-from memora.importance import LLMImportanceScorer
 from memora.models import MemoryCandidate, RejectionReason
-from memora.policy import apply_memory_policy
-from memora.reconcile import LLMReconciler, OfflineReconciler
+from memora.write.classifier import LLMMemoryClassifier
+from memora.write.importance import LLMImportanceScorer
+from memora.write.policy import apply_memory_policy
+from memora.write.reconcile import LLMReconciler, OfflineReconciler
 from tests.scripted import ScriptedStructuredModel
 
 PREFERENCE = MemoryCandidate(

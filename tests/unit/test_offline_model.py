@@ -22,10 +22,10 @@ from langchain_core.messages import (
 )
 from pydantic import BaseModel
 
+from agent.offline.model import MAX_TOOL_RESULTS, OFFLINE_MARKER, OfflineChatModel
+from agent.tools import RememberMemoryArgs, RequestForgetMemoryArgs, SearchMemoryArgs, tool_schemas
 from memora.models import MemoryCandidate, MemoryType
-from memora.offline_model import MAX_TOOL_RESULTS, OFFLINE_MARKER, OfflineChatModel
-from memora.policy import apply_memory_policy
-from memora.tools import RememberMemoryArgs, RequestForgetMemoryArgs, SearchMemoryArgs, tool_schemas
+from memora.write.policy import apply_memory_policy
 
 ARG_MODELS: dict[str, type[BaseModel]] = {
     "search_memory": SearchMemoryArgs,
@@ -545,9 +545,9 @@ def _rules_file() -> dict[str, Any]:
     import tomllib
     from importlib import resources
 
-    from memora.offline_model import RULES_FILE
+    from agent.offline.intents import RULES_FILE
 
-    return tomllib.loads(resources.files("memora").joinpath(RULES_FILE).read_text("utf-8"))
+    return tomllib.loads(resources.files("agent.offline").joinpath(RULES_FILE).read_text("utf-8"))
 
 
 def test_every_naming_example_holds(model: Any) -> None:

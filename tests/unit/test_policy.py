@@ -1,11 +1,11 @@
-"""Unit tests for the memory policy gate (memora.policy)."""
+"""Unit tests for the memory policy gate (memora.write.policy)."""
 
 from __future__ import annotations
 
 import pytest
 
 from memora.models import MemoryCandidate, RejectionReason
-from memora.policy import (
+from memora.write.policy import (
     MAX_MEMORY_CHARS,
     apply_memory_policy,
     check_candidate,

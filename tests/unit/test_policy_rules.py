@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memora.models import MemoryCandidate
-from memora.policy import check_candidate
-from memora.policy.engine import (
+from memora.write.policy import check_candidate
+from memora.write.policy.engine import (
     Pattern,
     RuleFileError,
     load_rule_file,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memora.models import MemoryCandidate, RejectionReason
-from memora.policy import check_candidate, sensitive_spans
 from memora.redaction import MARK, redact
+from memora.write.policy import check_candidate, sensitive_spans
 
 SECRETS = [
     ("The door code to my apartment is 7391", "The door code to my apartment is 7391"),

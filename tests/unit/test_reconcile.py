@@ -1,4 +1,4 @@
-"""Tests for memora.reconcile: offline rules and the LLM reconciler's validation."""
+"""Tests for memora.write.reconcile: offline rules and the LLM reconciler's validation."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from memora.models import MemoryCandidate, MemoryUnit, Neighbour, ReconcileAction
-from memora.reconcile import LLMReconciler, OfflineReconciler
+from memora.write.reconcile import LLMReconciler, OfflineReconciler
 
 
 def _n(mid: str, content: str, similarity: float) -> Neighbour:

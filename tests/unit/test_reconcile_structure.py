@@ -8,17 +8,17 @@ from typing import Any
 
 import pytest
 
-from memora import reconcile
 from memora.models import MemoryCandidate, MemoryUnit, Neighbour, ReconcileAction
-from memora.reconcile import (
+from memora.write import reconcile
+from memora.write.reconcile import (
     LLMReconciler,
     OfflineReconciler,
     Relation,
-    occasions,
     relate,
     restates,
     same_text,
 )
+from memora.write.reconcile.structure import occasions
 from tests.scripted import ScriptedByPrompt, ScriptedStructuredModel
 
 
@@ -154,7 +154,7 @@ def test_a_contrast_word_updates_a_many_valued_relation() -> None:
 
 
 def _rules_file() -> dict[str, Any]:
-    path = Path(reconcile.__file__).with_name("reconcile_rules.toml")
+    path = Path(reconcile.__file__).with_name("rules.toml")
     return tomllib.loads(path.read_text("utf-8"))
 
 

@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memora import retrieval
 from memora.api import Memora
 from memora.models import MemoryUnit
-from memora.store import new_memory_id
+from memora.recall import retrieval
+from memora.storage.store import new_memory_id
 
 _T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

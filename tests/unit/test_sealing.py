@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memora.sealing import MASK_SCALE, new_key, seal, unseal
+from memora.storage.sealing import MASK_SCALE, new_key, seal, unseal
 
 
 def _embeddings(count: int, dimension: int = 256) -> np.ndarray:

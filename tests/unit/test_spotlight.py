@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memora.spotlight import MARK, DataFrame, datamark, frames, outside_frames, unquote
+from agent.spotlight import MARK, DataFrame, datamark, frames, outside_frames, unquote
 
 FRAME = DataFrame("0badc0de")
 

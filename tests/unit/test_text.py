@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memora.text import STOPWORDS, content_words, fold, has_han, index_terms, to_simplified
+from memora.text.folding import STOPWORDS, content_words, fold, has_han, index_terms, to_simplified
 
 
 def test_fold_width_case_script_quotes_and_invisible_characters() -> None:

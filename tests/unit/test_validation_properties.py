@@ -19,12 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent.tools import TOOL_HANDLERS, DispatchResult, ToolContext, dispatch
 from memora.api import Memora
 from memora.config import load_settings
 from memora.limits import MAX_MEMORY_CHARS, MAX_QUERY_CHARS, MAX_USER_ID_CHARS
 from memora.models import MemoryCandidate, MemoryScope, PolicyRejection, RejectionReason
-from memora.policy import apply_memory_policy, check_candidate
-from memora.tools import TOOL_HANDLERS, DispatchResult, ToolContext, dispatch
 from memora.validation import (
     InvalidInput,
     check_arguments,
@@ -36,6 +35,7 @@ from memora.validation import (
     validate_thread_id,
     validate_user_id,
 )
+from memora.write.policy import apply_memory_policy, check_candidate
 
 ANY_CHARACTER = st.one_of(
     st.characters(exclude_categories=()),

@@ -13,8 +13,8 @@ import pytest
 
 from memora.embeddings import EmbeddingSpec
 from memora.models import MemoryUnit
-from memora.sealing import unseal
-from memora.store import LongTermMemoryStore
+from memora.storage.sealing import unseal
+from memora.storage.store import LongTermMemoryStore
 
 SPEC = EmbeddingSpec(model_id="test/hash-8", dimension=8)
 

@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from memora import vectors
-from memora.vectors import VectorWriter
+from memora.storage import vectors
+from memora.storage.vectors import VectorWriter
 
 
 def _writer() -> VectorWriter:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from memora.classifier import LLMMemoryClassifier
 from memora.models import MemoryCandidate, RejectionReason
-from memora.policy import apply_memory_policy
+from memora.write.classifier import LLMMemoryClassifier
+from memora.write.policy import apply_memory_policy
 from tests.scripted import ScriptedStructuredModel
 
 # Injections the hard rules may not know, but a model reading the prompt would refuse.
@@ -72,7 +72,7 @@ def test_malformed_output_falls_back_to_the_rules(
     answer: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     classifier = LLMMemoryClassifier(_model(answer))
-    with caplog.at_level(logging.WARNING, logger="memora.classifier"):
+    with caplog.at_level(logging.WARNING, logger="memora.write.classifier"):
         accepted, rejected = apply_memory_policy([PREFERENCE, HARD_INJECTION], classifier)
     assert accepted == [PREFERENCE]
     assert [r.reason for r in rejected] == [RejectionReason.INSTRUCTION_LIKE]

@@ -1,0 +1,148 @@
+"""SQLite connections with the pragmas Memora relies on, and clear errors."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class StoreError(RuntimeError):
+    """The memory store cannot be used (locked, corrupt, unwritable, mismatched)."""
+
+
+class EmbeddingMismatchError(StoreError):
+    """The collection was built with another embedding model or dimension."""
+
+
+def describe_sqlite_error(path: Path, error: sqlite3.Error) -> str:
+    """One line a person can act on, for a SQLite failure on ``path``."""
+    text = str(error)
+    if "locked" in text or "busy" in text:
+        return f"database {path} is locked by another process; try again shortly"
+    if "malformed" in text or "not a database" in text or "file is encrypted" in text:
+        return f"database {path} is corrupt ({text}); restore it from an export or move it aside"
+    if "readonly" in text or "unable to open" in text:
+        return f"cannot write to {path} ({text}); check MEMORA_DATA_DIR and its permissions"
+    return f"database {path}: {text}"
+
+
+class SqlDatabase(Protocol):
+    """What the profile and the audit need of a database: SQLite here, Postgres in
+    ``memora.storage.postgres``. Statements use ``?`` placeholders; rows read by column name."""
+
+    dialect: str
+    """``sqlite`` or ``postgres``: which schema statements to use."""
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """Statements in one transaction; errors become ``StoreError``."""
+        ...
+
+    def query(self, sql: str, params: tuple | list = ()) -> list[Any]:
+        """A read-only statement's rows."""
+        ...
+
+    def ensure_schema(self, component: str, version: int, statements: Sequence[str]) -> None:
+        """Create a part's tables if they are missing (idempotent)."""
+        ...
+
+    def reclaim(self, *tables: str) -> bool:
+        """Make deleted rows of these tables unreadable from storage as far as the engine can."""
+        ...
+
+    def close(self) -> None:
+        """Release the connections."""
+        ...
+
+
+class Database:
+    """One SQLite file shared by threads of this process through a lock.
+
+    ``secure_delete`` zeroes freed cells so deleted memory text does not
+    linger in the database file. The write-ahead log (fast commits without
+    an fsync each, readers never blocked by a writer) would keep old page
+    images until it is reused, so :meth:`scrub` checkpoints and truncates it
+    after anything is deleted.
+    """
+
+    dialect = "sqlite"
+
+    def __init__(self, path: Path, schema: str, busy_timeout_ms: int = 5000) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                path,
+                timeout=busy_timeout_ms / 1000,
+                check_same_thread=False,
+                isolation_level=None,
+            )
+            self._conn.row_factory = sqlite3.Row
+            self._conn.execute("PRAGMA secure_delete=ON")
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
+            self._conn.executescript(schema)
+        except OSError as error:
+            raise StoreError(f"cannot use data dir {path.parent}: {error}") from None
+        except sqlite3.Error as error:
+            raise StoreError(describe_sqlite_error(path, error)) from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """Run statements in one IMMEDIATE transaction; errors become ``StoreError``."""
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._conn
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as error:
+                raise StoreError(describe_sqlite_error(self.path, error)) from None
+
+    def query(self, sql: str, params: tuple | list = ()) -> list[sqlite3.Row]:
+        """Run a read-only statement and return all rows."""
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as error:
+                raise StoreError(describe_sqlite_error(self.path, error)) from None
+
+    def scrub(self, attempts: int = 5) -> bool:
+        """Move the WAL into the database and truncate it, so deleted text leaves no copy.
+
+        Returns:
+            Whether the log was fully checkpointed (a reader in another process
+            can hold it back; then the next scrub finishes the job).
+        """
+        with self._lock:
+            for _ in range(attempts):
+                try:
+                    busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                except sqlite3.Error as error:
+                    raise StoreError(describe_sqlite_error(self.path, error)) from None
+                if not busy:
+                    return True
+            return False
+
+    def ensure_schema(self, component: str, version: int, statements: Sequence[str]) -> None:
+        """Run ``CREATE … IF NOT EXISTS`` statements; one process's file needs no version table."""
+        with self.transaction() as conn:
+            for statement in statements:
+                conn.execute(statement)
+
+    def reclaim(self, *tables: str) -> bool:
+        """``secure_delete`` already zeroed the rows; truncate the log (see :meth:`scrub`)."""
+        return self.scrub()
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._conn.close()

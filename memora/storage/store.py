@@ -1,0 +1,362 @@
+"""The long-term memory store: rows, vectors and the ranking cache behind one interface.
+
+Every call is scoped to one ``user_id``; another user's id behaves exactly
+like an unknown id.
+
+Three parts, each in its own module:
+
+- the row store (``memora.storage.rows``): text, fields, tombstones and generations,
+  the source of truth;
+- the vector index (``memora.storage.vectors``): one vector per memory in Chroma,
+  written in batches from a background thread;
+- the ranking cache (``memora.storage.ranking_cache``): each user's memories as a
+  matrix in this process, reloaded when another process wrote.
+
+This class keeps them consistent: a write goes to the rows first, then its
+vectors are queued, then the cached index is patched in place, or dropped
+when the generations show that someone else wrote in between.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memora.embeddings import EmbeddingSpec
+from memora.limits import PREVIEW_CHARS
+from memora.models import MemoryStatus, MemoryUnit, utcnow
+from memora.storage.db import EmbeddingMismatchError, SqlDatabase, StoreError
+from memora.storage.ranking_cache import RankingCache, UserIndex, vector_keys_of
+from memora.storage.rows import RowStore
+from memora.storage.sealing import new_key, seal
+from memora.storage.sql_rows import SqliteRowStore
+from memora.storage.vector_cache import SealedVectorCache
+from memora.storage.vectors import COLLECTION_NAME, ChromaVectorIndex, VectorWriter
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "COLLECTION_NAME",
+    "EmbeddingMismatchError",
+    "LongTermMemoryStore",
+    "UserIndex",
+    "new_memory_id",
+]
+
+
+def new_memory_id() -> str:
+    """Return a fresh memory id."""
+    return uuid.uuid4().hex
+
+
+class LongTermMemoryStore:
+    """Persistent, user-scoped memory storage with an in-process ranking index."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        spec: EmbeddingSpec,
+        chroma_url: str | None = None,
+        *,
+        database_url: str | None = None,
+        chroma_collection: str = COLLECTION_NAME,
+        embed: Callable[[list[str]], np.ndarray] | None = None,
+        allow_model_change: bool = False,
+    ) -> None:
+        self.data_dir = data_dir
+        self.spec = spec
+        self.db: SqlDatabase
+        self.rows: RowStore
+        if database_url:
+            from memora.storage.postgres import PostgresDatabase, describe_url
+            from memora.storage.rows_postgres import PostgresRowStore
+
+            postgres_rows = PostgresRowStore(PostgresDatabase(database_url))
+            self.db, self.rows = postgres_rows.db, postgres_rows
+            self._where = f"the database {describe_url(database_url)}"
+        else:
+            sqlite_rows = SqliteRowStore(data_dir / "memora.db")
+            self.db, self.rows = sqlite_rows.db, sqlite_rows
+            self._where = f"the memory store in {data_dir}"
+        self._check_model(allow_model_change)
+        self.vectors = ChromaVectorIndex(data_dir, spec, chroma_url, chroma_collection)
+        self._vector_writer = VectorWriter(self._write_live_vectors)
+        self.local_vectors = SealedVectorCache(
+            data_dir / "vector_cache", spec.model_id, spec.dimension
+        )
+        self._cache = RankingCache(
+            self.rows, self.vectors, self._vector_writer, spec, self.local_vectors, embed
+        )
+        self._lock = threading.RLock()
+
+    @property
+    def collection(self) -> Any:
+        """The Chroma collection, opened on first use."""
+        return self.vectors.collection
+
+    def flush(self) -> None:
+        """Wait for queued vector writes to reach Chroma."""
+        self._vector_writer.flush()
+
+    def close(self) -> None:
+        """Flush pending vectors and close the database."""
+        self.flush()
+        self.rows.close()
+
+    def _check_model(self, allow_change: bool) -> None:
+        recorded = self.rows.embedding_model()
+        if recorded is None:
+            self.rows.record_embedding_model(self.spec.model_id, self.spec.dimension)
+            return
+        if not allow_change and (
+            recorded.model_id != self.spec.model_id
+            or recorded.dimension != str(self.spec.dimension)
+        ):
+            raise EmbeddingMismatchError(
+                f"{self._where} was built with embedding model "
+                f"{recorded.model_id} ({recorded.dimension} dims) but {self.spec.model_id} "
+                f"({self.spec.dimension} dims) is configured; run `memora memories reindex` "
+                "to re-embed every memory with the configured model"
+            )
+
+    def index_for(self, user_id: str) -> UserIndex:
+        """This user's ranking index, reloaded if any process wrote since it was built."""
+        with self._lock:
+            return self._cache.index_for(user_id)
+
+    # -- writes ----------------------------------------------------------
+
+    def add(self, units: Sequence[MemoryUnit], vectors: np.ndarray) -> list[str]:
+        """Store new memories with their vectors; all must belong to one user.
+
+        Raises:
+            StoreError: The store cannot be written.
+            ValueError: The units span several users or do not match the vectors.
+        """
+        if not units:
+            return []
+        user_id = units[0].user_id
+        if any(unit.user_id != user_id for unit in units):
+            raise ValueError("add() takes memories of one user at a time")
+        if len(vectors) != len(units):
+            raise ValueError("one vector per memory is required")
+        for unit in units:
+            unit.embedding_model = self.spec.model_id
+        keys = [new_key() for _ in units]
+        with self._lock:
+            bump = self.rows.insert(user_id, units, keys)
+            self._vector_writer.submit(units, seal(vectors, keys))
+            index = self._cache.after_write(user_id, bump)
+            if index is not None:
+                for unit, vector in zip(units, vectors, strict=True):
+                    index.insert(unit, vector)
+        return [unit.id for unit in units]
+
+    def _write_live_vectors(self, units: Sequence[MemoryUnit], sealed: np.ndarray) -> None:
+        """Write sealed vectors of memories that still exist; a forgotten one gets none back."""
+        with self.rows.vector_lock():
+            live = self.rows.live_ids([unit.id for unit in units])
+            keep = [i for i, unit in enumerate(units) if unit.id in live]
+            if keep:
+                self.vectors.upsert([units[i] for i in keep], sealed[keep])
+        by_user: dict[str, list[int]] = {}
+        for i in keep:
+            by_user.setdefault(units[i].user_id, []).append(i)
+        for user_id, rows in by_user.items():
+            ids = [units[i].id for i in rows]
+            if self.local_vectors.remember(user_id, ids, sealed[rows]):
+                self._vector_writer.run_later(self.local_vectors.merge_pending)
+
+    def update(self, user_id: str, memory_id: str, **changes: Any) -> MemoryUnit | None:
+        """Change fields of one memory (not its content or owner); None if unknown."""
+        forbidden = {"id", "user_id", "content", "embedding_model"} & changes.keys()
+        if forbidden:
+            raise ValueError(f"update() cannot change {sorted(forbidden)}")
+        with self._lock:
+            current = self.get(user_id, memory_id)
+            if current is None:
+                return None
+            updated = current.model_copy(update={**changes, "updated_at": utcnow()})
+            MemoryUnit.model_validate(updated.model_dump())
+            self._rewrite(user_id, [updated])
+            return updated
+
+    def _rewrite(self, user_id: str, units: Sequence[MemoryUnit]) -> None:
+        bump = self.rows.rewrite(user_id, units)
+        index = self._cache.after_write(user_id, bump)
+        if index is not None:
+            for unit in units:
+                index.replace(unit)
+
+    def supersede(
+        self, user_id: str, old_ids: Iterable[str], new_unit: MemoryUnit, vector: np.ndarray
+    ) -> list[str]:
+        """Store ``new_unit`` and mark the old memories superseded by it, keeping history.
+
+        Returns:
+            The ids that were superseded (unknown or foreign ids are ignored).
+        """
+        with self._lock:
+            olds = [m for m in (self.get(user_id, i) for i in old_ids) if m is not None]
+            if olds:
+                new_unit.supersedes = olds[0].id
+            self.add([new_unit], np.asarray([vector]))
+            now = utcnow()
+            changed = [
+                old.model_copy(
+                    update={
+                        "status": MemoryStatus.SUPERSEDED,
+                        "superseded_by": new_unit.id,
+                        "updated_at": now,
+                    }
+                )
+                for old in olds
+            ]
+            if changed:
+                self._rewrite(user_id, changed)
+            return [old.id for old in olds]
+
+    def touch(self, user_id: str, memory_ids: Iterable[str]) -> int:
+        """Record an access to memories the agent used; returns how many were updated."""
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return 0
+        now = utcnow()
+        with self._lock:
+            touched, bump = self.rows.touch(user_id, ids, now)
+        index = self._cache.after_write(user_id, bump)
+        if index is not None:
+            for memory_id in ids:
+                unit = index.units.get(memory_id)
+                if unit is not None:
+                    index.replace(
+                        unit.model_copy(
+                            update={"last_accessed_at": now, "access_count": unit.access_count + 1}
+                        )
+                    )
+        return touched
+
+    def delete(self, user_id: str, memory_id: str) -> list[str]:
+        """Hard-delete a memory and its whole supersession chain, leaving a tombstone.
+
+        Idempotent: deleting an unknown, foreign or already deleted id returns [].
+        """
+        with self._lock:
+            chain_ids = [unit.id for unit in self.chain(user_id, memory_id)]
+            if not chain_ids:
+                return []
+            bump = self.rows.delete_with_tombstones(user_id, chain_ids)
+            self.flush()
+            try:
+                with self.rows.vector_lock():
+                    self.vectors.delete(chain_ids)
+            except StoreError as error:
+                # The keys went with the rows: what Chroma still holds is noise, swept on load.
+                logger.warning("forgotten vectors stay in Chroma until the next sweep: %s", error)
+            # The copy's entries are noise already (their keys are gone); rewriting a user's
+            # copy costs ~0.1 s at 50,000, so it waits for a pause instead of the answer.
+            self._vector_writer.run_later(
+                functools.partial(self.local_vectors.discard, user_id, chain_ids)
+            )
+            index = self._cache.after_write(user_id, bump)
+            if index is not None:
+                for deleted in chain_ids:
+                    index.drop(deleted)
+            return chain_ids
+
+    def erase_user(self, user_id: str) -> tuple[builtins.list[str], int]:
+        """Delete every memory of the user and every vector labelled as theirs.
+
+        Returns:
+            The deleted memory ids, and how many vectors Chroma held for the user.
+        """
+        with self._lock:
+            self.flush()
+            ids = self.rows.erase_user(user_id)
+            with self.rows.vector_lock():
+                vector_ids = self.vectors.ids_of(user_id)
+                self.vectors.delete(vector_ids)
+                self.local_vectors.drop(user_id)
+            self._cache.clear()
+            return ids, len(vector_ids)
+
+    def mark_review(self, user_id: str, memory_id: str, needs_review: bool) -> None:
+        """Flag or unflag a memory for a person's review."""
+        self.update(user_id, memory_id, needs_review=needs_review)
+
+    # -- reads -----------------------------------------------------------
+
+    def chain(self, user_id: str, memory_id: str) -> list[MemoryUnit]:
+        """Every memory linked to ``memory_id`` by supersession, oldest first."""
+        return self.rows.chain(user_id, memory_id)
+
+    def get(self, user_id: str, memory_id: str) -> MemoryUnit | None:
+        """One memory of this user, or None for an unknown or foreign id."""
+        return self.rows.get(user_id, memory_id)
+
+    def get_preview(
+        self, user_id: str, memory_id: str, max_chars: int = PREVIEW_CHARS
+    ) -> str | None:
+        """A short read-only preview of one memory, or None if unknown or foreign."""
+        unit = self.get(user_id, memory_id)
+        if unit is None:
+            return None
+        content = unit.content
+        return content if len(content) <= max_chars else content[:max_chars] + "..."
+
+    def list(
+        self,
+        user_id: str,
+        status: MemoryStatus | None = None,
+        *,
+        review_only: bool = False,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[MemoryUnit]:
+        """This user's memories, oldest first, optionally of one status, optionally one page."""
+        return self.rows.list(user_id, status, review_only=review_only, limit=limit, offset=offset)
+
+    def count(self, user_id: str, status: MemoryStatus | None = None) -> int:
+        """How many memories this user has, optionally of one status."""
+        return self.rows.count(user_id, status)
+
+    def users(self) -> builtins.list[str]:
+        """Every user id that has memories."""
+        return self.rows.users()
+
+    def is_tombstoned(self, user_id: str, memory_id: str) -> bool:
+        """Whether this user's memory was deleted."""
+        return self.rows.is_tombstoned(user_id, memory_id)
+
+    # -- re-embedding ------------------------------------------------------
+
+    def reindex(self, embed: Any, batch_size: int = 512) -> int:
+        """Re-embed every memory with ``embed`` (texts -> matrix) into a fresh collection.
+
+        Returns:
+            The number of memories re-embedded.
+        """
+        self.flush()
+        with self._lock:
+            self.vectors.drop()
+            self.local_vectors.drop_all()
+            self._cache.clear()
+            units = self.rows.all_memories()
+            for start in range(0, len(units), batch_size):
+                chunk = units[start : start + batch_size]
+                keys = {}
+                for user_id in {unit.user_id for unit in chunk}:
+                    ids = [unit.id for unit in chunk if unit.user_id == user_id]
+                    keys.update(vector_keys_of(self.rows, user_id, ids))
+                vectors = embed([unit.content for unit in chunk])
+                self.vectors.upsert(chunk, seal(vectors, [keys[unit.id] for unit in chunk]))
+            self.rows.record_reindex(self.spec.model_id, self.spec.dimension)
+            return len(units)

@@ -1,0 +1,35 @@
+"""The memory policy: a small rule engine, rule files (``rules/*.toml``) and the gate.
+
+Public API (unchanged for callers): :func:`apply_memory_policy`, :func:`check_candidate`,
+:class:`MemoryClassifier`, and the sensitive-data detectors redaction shares,
+:func:`is_sensitive`, :func:`holds_secret_shaped_value` and :func:`sensitive_spans`.
+"""
+
+from memora.write.policy.gate import (
+    HARD_RULES,
+    MAX_MEMORY_CHARS,
+    MemoryClassifier,
+    apply_memory_policy,
+    check_candidate,
+)
+from memora.write.policy.secrets import (
+    holds_secret_shaped_value,
+    is_sensitive,
+    is_valid_tw_id,
+    sensitive_spans,
+)
+from memora.write.policy.support import SUPPORT_THRESHOLD, support_ratio
+
+__all__ = [
+    "HARD_RULES",
+    "MAX_MEMORY_CHARS",
+    "SUPPORT_THRESHOLD",
+    "MemoryClassifier",
+    "apply_memory_policy",
+    "check_candidate",
+    "holds_secret_shaped_value",
+    "is_sensitive",
+    "is_valid_tw_id",
+    "sensitive_spans",
+    "support_ratio",
+]

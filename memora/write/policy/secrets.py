@@ -1,0 +1,347 @@
+"""Sensitive data: values recognised by their shape, and keyword + value pairs.
+
+Library choices:
+
+* ``detect-secrets`` (Yelp) for credentials: its plugins already know the shapes of AWS,
+  GitHub, Slack, Stripe, OpenAI, JWT, private-key ... secrets and it runs fully offline.
+  ``scan_line`` is used in its ad-hoc mode, where the two high-entropy plugins report every
+  word; their hits are therefore re-checked here (length >= 20 and entropy above the
+  plugin's own limit). The settings are global in detect-secrets, so each scan runs inside
+  ``default_settings()`` under a lock, and the plugin mapping and instances are cached.
+* ``python-stdnum`` for number checksums: ``luhn`` (card numbers), ``cn.ric`` (PRC
+  resident ID), ``us.ssn`` and ``iban``. The Taiwan ID checksum is small and written here.
+
+The keywords themselves are data (``rules/secrets.toml``); the shapes of a value after a
+keyword are the structure below.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from collections.abc import Callable
+from functools import cache, lru_cache
+from typing import Any
+
+from stdnum import iban, luhn
+from stdnum.cn import ric
+from stdnum.us import ssn
+
+from memora.text.folding import fold
+from memora.write.policy.engine import load_rule_file
+
+__all__ = [
+    "holds_secret_shaped_value",
+    "is_sensitive",
+    "is_valid_tw_id",
+    "mentions_secret_keyword",
+    "sensitive_rule",
+    "sensitive_spans",
+]
+
+_ENTROPY_PLUGINS = frozenset({"Base64HighEntropyString", "HexHighEntropyString"})
+_MIN_ENTROPY_SECRET_LEN = 20
+_detect_secrets_lock = threading.Lock()
+
+
+@cache
+def _secret_type_to_plugin() -> dict[str, Any]:
+    """Map detect-secrets' secret types (e.g. "AWS Access Key") to plugin classes."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    return dict(get_mapping_from_secret_type_to_class())
+
+
+@cache
+def _plugin_instance(plugin_class: Any) -> Any:
+    """Return a cached default instance of a detect-secrets plugin class."""
+    return plugin_class()
+
+
+def _is_real_secret(plugin_class: Any, value: str | None) -> bool:
+    """Drop the ad-hoc mode's word-by-word entropy hits unless they look like a key."""
+    if plugin_class.__name__ not in _ENTROPY_PLUGINS:
+        return True
+    if not value or len(value) < _MIN_ENTROPY_SECRET_LEN:
+        return False
+    plugin = _plugin_instance(plugin_class)
+    return bool(plugin.calculate_shannon_entropy(value) > plugin.entropy_limit)
+
+
+@lru_cache(maxsize=2048)
+def detect_secrets_hits(text: str) -> tuple[tuple[str, str | None], ...]:
+    """Every detect-secrets finding line by line: (``detect-secrets:<Plugin>``, secret value).
+
+    Cached because the same text is checked when the agent proposes it and
+    again at commit; the cache lives in this process only, never on disk.
+    """
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import default_settings
+
+    mapping = _secret_type_to_plugin()
+    hits = []
+    with _detect_secrets_lock, default_settings():
+        for line in text.splitlines():
+            for secret in scan_line(line):
+                plugin_class = mapping.get(secret.type)
+                if plugin_class is None:
+                    continue
+                if _is_real_secret(plugin_class, secret.secret_value):
+                    hits.append((f"detect-secrets:{plugin_class.__name__}", secret.secret_value))
+    return tuple(hits)
+
+
+_CARD_RE = re.compile(r"(?<![\d.])\d(?:[ -]?\d){12,18}(?![\d.])")
+
+
+def card_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` holds Luhn-valid 13-19 digit numbers (spaces/dashes allowed)."""
+    spans = []
+    for match in _CARD_RE.finditer(text):
+        digits = re.sub(r"\D", "", match.group())
+        if 13 <= len(digits) <= 19 and len(set(digits)) > 1 and luhn.is_valid(digits):
+            spans.append(match.span())
+    return spans
+
+
+_TW_LETTER_CODES = dict(zip("ABCDEFGHJKLMNPQRSTUVXYWZIO", range(10, 36), strict=True))
+_TW_ID_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z][12]\d{8}(?!\d)")
+_TW_WEIGHTS = (1, 9, 8, 7, 6, 5, 4, 3, 2, 1, 1)
+
+
+def is_valid_tw_id(value: str) -> bool:
+    """Check a Taiwan national ID (``[A-Z][12]\\d{8}``) including its checksum.
+
+    The letter maps to a two-digit area code (A=10 ... with I, O, W, Z out of order);
+    the eleven digits are weighted 1,9,8,7,6,5,4,3,2,1,1 and must sum to a multiple of 10.
+    """
+    value = value.upper()
+    if not re.fullmatch(r"[A-Z][12]\d{8}", value):
+        return False
+    digits = [int(d) for d in f"{_TW_LETTER_CODES[value[0]]}{value[1:]}"]
+    return sum(w * d for w, d in zip(_TW_WEIGHTS, digits, strict=True)) % 10 == 0
+
+
+_CN_RIC_RE = re.compile(r"(?<![A-Za-z0-9])\d{17}[\dXx](?![A-Za-z0-9])")
+_SSN_RE = re.compile(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])")
+_IBAN_RE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{1,4}){3,8}")
+
+
+def _has_iban(text: str) -> bool:
+    """True if ``text`` holds a valid IBAN (grouped or not); trailing groups are trimmed."""
+    for match in _IBAN_RE.finditer(text):
+        groups = match.group().split()
+        for end in range(len(groups), 0, -1):
+            if iban.is_valid("".join(groups[:end])):
+                return True
+    return False
+
+
+_ID_RULES: tuple[tuple[str, re.Pattern[str], Callable[[str], bool]], ...] = (
+    ("national-id:cn.ric", _CN_RIC_RE, ric.is_valid),
+    ("national-id:tw", _TW_ID_RE, is_valid_tw_id),
+    ("national-id:us.ssn", _SSN_RE, ssn.is_valid),
+    ("iban", _IBAN_RE, _has_iban),
+)
+"""Identifier rules in the order they are named: a pattern, and its checksum check."""
+
+
+def national_id_matches(text: str) -> list[tuple[str, tuple[int, int]]]:
+    """Every valid national ID or IBAN in ``text`` as (rule, span), rule by rule."""
+    return [
+        (rule, match.span())
+        for rule, pattern, valid in _ID_RULES
+        for match in pattern.finditer(text)
+        if valid(match.group())
+    ]
+
+
+_URL_CREDENTIALS_RE = re.compile(r"[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@", re.IGNORECASE)
+"""A URL with a password in it: ``postgres://user:pass@host``."""
+
+# --------------------------------------------------------------------------- keyword + value
+
+_GAP = (
+    r"(?:[\s:=#\"'「『“,]|(?<![a-z])(?:is|was|are|now|number|no\.|code|for\s+[\w.@-]+"
+    r"|(?:to|for|of|on|at)\s+(?:my|our|the|his|her|their)\s+[a-z]+)(?![a-z])"
+    r"|是|为|号码|号|码|字号|数字|就是|设为|改为|改成|换成|了)*?"
+)
+"""What may stand between a keyword and its value ("door code to my flat is")."""
+_DIGIT_VALUE = r"(?:\d[\d -]{2,}\d|[a-z0-9_+/=!@#$%^&*.-]*\d[a-z0-9_+/=!@#$%^&*.-]*)"
+"""A value with a digit in it: a code, a PIN, most passwords."""
+_OWNER_EN = r"(?<![a-z])(?:my|our|his|her|their|(?:the\s+)?user'?s?)\s+(?:[a-z0-9.@-]+\s+){0,2}?"
+_OWNER_ZH = r"(?:我|使用者|用户|他|她)的?[^\s,。!?]{0,6}?"
+_REMEMBER = (
+    r"(?:(?<![a-z])(?:remember|save|store|keep|note)\s+(?:the\s+)?(?:user'?s?|my|his|her)\s+"
+    r"(?:[a-z0-9]+\s+)?|(?:记住|记下|记得|保存|储存|存下|存起来)(?:使用者|用户|我|他|她)?的?)"
+)
+_EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+_SECRET_TOKEN = r"(?=[^\s,。]*[\d!@#$%^&*+=])[^\s,。]{6,}"
+"""A password-shaped token: six or more characters with a digit or a symbol."""
+
+
+def _keyword_categories() -> list[tuple[str, str, bool]]:
+    """(category, keyword alternation, is a secret in itself) from ``secrets.toml``."""
+    file = load_rule_file("secrets")
+    return [
+        (
+            term_id.split(":", 1)[1],
+            "|".join(p.pattern for p in term.patterns),
+            term_id.startswith("secret:"),
+        )
+        for term_id, term in file.terms.items()
+    ]
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+@cache
+def keyword_rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The keyword + value rules, one group of value shapes per category."""
+    rules: list[tuple[str, re.Pattern[str]]] = []
+    categories = _keyword_categories()
+    for category, keyword, _ in categories:
+        rule = f"keyword:{category}"
+        rules.append((rule, _compile(rf"(?:{keyword}){_GAP}(?P<value>{_DIGIT_VALUE})")))
+        rules.append((rule, _compile(rf"(?:{keyword})\s*[:=]\s*(?P<value>[^\s,。]{{4,}})")))
+    for category, keyword, strict in categories:
+        if not strict:
+            continue
+        rule = f"keyword:{category}"
+        rules.append(
+            (rule, _compile(rf"{_OWNER_EN}(?:{keyword})\s*(?:is|was|[:=])\s*(?P<value>\S{{3,}})"))
+        )
+        rules.append(
+            (rule, _compile(rf"{_OWNER_ZH}(?:{keyword})(?:是|为|[:=])\s*(?P<value>\S{{2,}})"))
+        )
+        rules.append(
+            (rule, _compile(rf"(?:{keyword})\s*(?:is|was|是|为|[:=])\s*(?P<value>{_SECRET_TOKEN})"))
+        )
+        rules.append((rule, _compile(rf"{_REMEMBER}(?:{keyword})")))
+    # A login and its password together: "login is a@b.c / Tr0ub4dor&3", "帳號 x 密碼 y".
+    login = next(k for c, k, _ in categories if c == "login")
+    password = next(k for c, k, _ in categories if c == "password")
+    rules.append(
+        (
+            "keyword:login-password",
+            _compile(
+                rf"(?:{login})[^.。\n]{{0,40}}?(?:{_EMAIL}|[\w.-]{{3,}})\s*(?:/|\||,|;|:|\s)\s*"
+                rf"(?:(?:and\s+)?(?:the\s+)?(?:{password})\s*(?:is|是|为|[:=])?\s*)?"
+                rf"(?P<value>{_SECRET_TOKEN})"
+            ),
+        )
+    )
+    rules.append(
+        (
+            "keyword:login-password",
+            _compile(
+                rf"{_EMAIL}\s*(?:/|\||:|\s)\s*(?:(?:{password})\s*[:=]?\s*)?"
+                rf"(?P<value>{_SECRET_TOKEN})"
+            ),
+        )
+    )
+    return tuple(rules)
+
+
+@cache
+def _any_secret_keyword() -> re.Pattern[str]:
+    return _compile("|".join(f"(?:{k})" for _, k, _ in _keyword_categories()))
+
+
+def mentions_secret_keyword(text: str) -> bool:
+    """Whether ``text`` names a kind of secret or identifier ("the user's 驗證碼")."""
+    return bool(_any_secret_keyword().search(fold(text)))
+
+
+# --------------------------------------------------------------------------- public
+
+
+def _value_rule(text: str) -> str | None:
+    """The detectors that recognise a value by its own shape (keys, cards, IDs, credentials)."""
+    if not text.strip():
+        return None
+    width_folded = unicodedata.normalize("NFKC", text)
+    hits = detect_secrets_hits(width_folded)
+    if hits:
+        return hits[0][0]
+    if card_spans(width_folded):
+        return "luhn-card-number"
+    ids = national_id_matches(width_folded)
+    if ids:
+        return ids[0][0]
+    if _URL_CREDENTIALS_RE.search(width_folded):
+        return "url-credentials"
+    return None
+
+
+@lru_cache(maxsize=4096)
+def sensitive_rule(text: str) -> str | None:
+    """Name the sensitive-data rule that fires on ``text``, or ``None``.
+
+    Cached (in this process only) because a turn's texts are checked when a tool
+    runs, at commit and again when the turn's transcript is redacted.
+    """
+    rule = _value_rule(text)
+    if rule or not text.strip():
+        return rule
+    folded = fold(text)
+    return next((name for name, pattern in keyword_rules() if pattern.search(folded)), None)
+
+
+def is_sensitive(text: str) -> bool:
+    """Whether any sensitive-data detector fires on ``text``."""
+    return sensitive_rule(text) is not None
+
+
+def holds_secret_shaped_value(text: str) -> bool:
+    """Whether a detector that needs no keyword (a key, card, ID, credential) fires."""
+    return _value_rule(text) is not None
+
+
+_SECRET_CHARS_RE = re.compile(r"[A-Za-z0-9_+/=!@#$%^&*.:-]+")
+
+
+@lru_cache(maxsize=1024)
+def _cached_spans(text: str) -> tuple[tuple[int, int], ...] | None:
+    spans = _find_spans(text)
+    return tuple(spans) if spans is not None else None
+
+
+def sensitive_spans(text: str) -> list[tuple[int, int]] | None:
+    """Where the sensitive values in ``text`` are, as (start, end) offsets.
+
+    Returns:
+        The spans (possibly overlapping), or None when a detector fires on text
+        whose folded form does not line up with it character for character, so
+        no span can be placed.
+    """
+    spans = _cached_spans(text)
+    return list(spans) if spans is not None else None
+
+
+def _find_spans(text: str) -> list[tuple[int, int]] | None:
+    """The uncached work of :func:`sensitive_spans`."""
+    width_folded = unicodedata.normalize("NFKC", text)
+    folded = fold(text)
+    if len(width_folded) != len(text) or len(folded) != len(text):
+        return None if is_sensitive(text) else []
+    spans: list[tuple[int, int]] = [
+        (m.start(), m.end())
+        for _, value in detect_secrets_hits(width_folded)
+        if value
+        for m in re.finditer(re.escape(value), width_folded)
+    ]
+    spans += card_spans(width_folded)
+    spans += [span for _, span in national_id_matches(width_folded)]
+    spans += [m.span() for m in _URL_CREDENTIALS_RE.finditer(width_folded)]
+    for _, pattern in keyword_rules():
+        for match in pattern.finditer(folded):
+            if "value" in pattern.groupindex and match.group("value"):
+                start, end = match.span("value")
+                # "是 482913。另外…": the value is the code, not the words after it.
+                leading = _SECRET_CHARS_RE.match(text, start)
+                spans.append((start, leading.end() if leading else end))
+    return spans

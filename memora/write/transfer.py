@@ -1,0 +1,118 @@
+"""Importing exported memories: each line checked like an ``add``, ids kept apart between users."""
+
+from __future__ import annotations
+
+import builtins
+import json
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from memora.audit import AuditLog
+from memora.limits import MAX_IMPORT_LINE_CHARS
+from memora.models import MemoryCandidate, MemoryUnit
+from memora.storage.store import new_memory_id
+from memora.validation import (
+    InvalidInput,
+    check_text,
+    has_surrogates,
+    validate_memory_content,
+    validate_memory_id,
+    validate_thread_id,
+)
+from memora.write.policy import MemoryClassifier, apply_memory_policy
+
+
+@dataclass
+class ImportReport:
+    """What an import did: memories stored, lines skipped as present, lines refused."""
+
+    imported: int = 0
+    skipped: int = 0
+    """Memories the user already had (same id, or the same active text)."""
+    rejected: builtins.list[tuple[int, str]] = field(default_factory=builtins.list)
+    """``(line number, reason)`` of each refused line; the reason never quotes the line."""
+
+
+def parse_import_line(
+    user_id: str,
+    line: str,
+    number: int,
+    report: ImportReport,
+    audit: AuditLog,
+    classifier: MemoryClassifier | None,
+) -> MemoryUnit | None:
+    """One line as this user's memory, or None with the refusal added to ``report``."""
+
+    def refuse(reason: str) -> None:
+        report.rejected.append((number, reason))
+        audit.record(user_id, "write", "rejected", reason=reason, source="import")
+
+    try:
+        check_text(line, "line", MAX_IMPORT_LINE_CHARS)
+        unit = MemoryUnit.model_validate_json(line)
+        validate_memory_id(unit.id)
+        validate_memory_content(unit.content)
+        if unit.thread_id is not None:
+            validate_thread_id(unit.thread_id)
+        if has_surrogates(json.dumps(unit.model_dump(mode="json"), ensure_ascii=False)):
+            raise InvalidInput("a field is not valid UTF-8 text")
+    except InvalidInput as error:
+        refuse(str(error))
+        return None
+    except ValueError as error:
+        refuse(describe_bad_line(error))
+        return None
+    candidate = MemoryCandidate(
+        content=unit.content,
+        memory_type=unit.memory_type,
+        user_message=unit.content,
+        said_at=unit.created_at,
+        reason="explicit_request",
+        scope=unit.scope,
+        thread_id=unit.thread_id,
+    )
+    _, rejected = apply_memory_policy([candidate], classifier)
+    if rejected:
+        refuse(rejected[0].reason.value)
+        return None
+    return unit.model_copy(update={"user_id": user_id})
+
+
+def describe_bad_line(error: ValueError) -> str:
+    """Why a line is not a memory, naming fields but never quoting values."""
+    if isinstance(error, ValidationError):
+        problems = error.errors()
+        if any(item["type"] == "json_invalid" for item in problems):
+            return "not valid JSON"
+        fields = sorted({".".join(str(p) for p in item["loc"]) or "line" for item in problems})
+        return "not a memory (bad fields: " + ", ".join(f[:40] for f in fields[:5]) + ")"
+    return "not a memory"
+
+
+def renumber(units: builtins.list[MemoryUnit], taken: set[str]) -> builtins.list[MemoryUnit]:
+    """Give each unit whose id is taken a new id, and point the file's links at it."""
+    if not taken:
+        return units
+    new_ids = {unit.id: new_memory_id() for unit in units if unit.id in taken}
+
+    def relink(memory_id: str | None) -> str | None:
+        return new_ids.get(memory_id, memory_id) if memory_id is not None else None
+
+    renumbered = []
+    for unit in units:
+        metadata = dict(unit.metadata)
+        targets = metadata.get("review_targets")
+        if isinstance(targets, builtins.list):
+            metadata["review_targets"] = [new_ids.get(t, t) for t in targets]
+        renumbered.append(
+            unit.model_copy(
+                update={
+                    "id": new_ids.get(unit.id, unit.id),
+                    "supersedes": relink(unit.supersedes),
+                    "superseded_by": relink(unit.superseded_by),
+                    "metadata": metadata,
+                }
+            )
+        )
+    return renumbered
