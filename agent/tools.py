@@ -145,7 +145,7 @@ def remember_memory(args: RememberMemoryArgs, ctx: ToolContext) -> ToolHandlerRe
         reason=args.reason,
         thread_id=ctx.thread_id,
     )
-    accepted, rejected = apply_memory_policy([candidate], ctx.memora.classifier)
+    accepted, rejected = apply_memory_policy([candidate], ctx.memora.classifier, ctx.memora.judge)
     if not accepted:
         return ToolHandlerResult(data={"status": "rejected", "reason": rejected[0].reason.value})
     return ToolHandlerResult(

@@ -10,11 +10,13 @@ import typer
 from cli.chat import chat
 from cli.console import errors
 from cli.demo import demo
+from cli.eval_secrets import eval_secrets  # noqa: F401  (registers the command)
 from cli.evals import eval_app
 from cli.library import close_opened
 from cli.memories import memories_app
 from cli.profile import profile_app
 from cli.threads import threads_app
+from cli.train import train
 from cli.users import users_app
 from memora.api import close_shared
 from memora.config import ConfigError, get_settings
@@ -30,6 +32,7 @@ app.add_typer(threads_app, name="threads")
 app.add_typer(users_app, name="users")
 app.command("chat")(chat)
 app.command("demo")(demo)
+app.command("train")(train)
 
 
 def main() -> None:

@@ -43,7 +43,7 @@ def _backend(name: str) -> str:
 
 
 @contextmanager
-def _progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None] | None]:
+def progress_bar(label: str, quiet: bool) -> Iterator[Callable[[int, int], None] | None]:
     if quiet:
         yield None
         return
@@ -63,7 +63,7 @@ def _progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None] | 
         yield advance
 
 
-def _print_json(results: dict[str, Any]) -> None:
+def print_json(results: dict[str, Any]) -> None:
     print(json.dumps(results))
 
 
@@ -100,7 +100,7 @@ def _run_systems(
                     embeddings=embeddings,
                     actor=actor,
                 ) as system,
-                _progress(f"{name}: {label}", quiet) as progress,
+                progress_bar(f"{name}: {label}", quiet) as progress,
             ):
                 results[name] = run(system, data, progress)
         except PeerUnavailable as error:
@@ -138,7 +138,7 @@ def eval_locomo(
     """LoCoMo retrieval: recall@k by category, search latency, ingest rate."""
     results = _run_systems(run_locomo, data, data_dir, peers, "questions", as_json)
     if as_json:
-        _print_json(results)
+        print_json(results)
         return
     table = Table(
         "category", "system", *[f"R@{k}" for k in KS], title=f"LoCoMo retrieval, {data.name}"
@@ -200,7 +200,7 @@ def eval_update(
     """Letta fact updates: update_win, answer@1, stale@5, collateral."""
     results = _run_systems(run_update, data, data_dir, peers, "rows", as_json, actor="eval-update")
     if as_json:
-        _print_json(results)
+        print_json(results)
         return
     table = Table(
         "system",
@@ -242,10 +242,10 @@ def eval_eventlog(
     except (EventlogDataError, OSError, UnicodeDecodeError) as error:
         errors.print(f"memora eval eventlog: {data}: {error}", markup=False)
         raise typer.Exit(1) from None
-    with scratch_memora(data_dir) as memora, _progress("cases", as_json) as progress:
+    with scratch_memora(data_dir) as memora, progress_bar("cases", as_json) as progress:
         result = run_eventlog(memora, data, progress)
     if as_json:
-        _print_json({"memora": result})
+        print_json({"memora": result})
         return
     table = Table(
         "kind",
@@ -294,13 +294,13 @@ def eval_perf(
 
     with (
         scratch_memora(data_dir, _backend(backend)) as memora,
-        _progress("users ingested", as_json) as progress,
+        progress_bar("users ingested", as_json) as progress,
     ):
         result = run_perf(memora, users=users, per_user=per_user, progress=progress)
         if big_user:
             result["big_user"] = run_big_user(memora, big_user, progress)
     if as_json:
-        _print_json({"memora": result})
+        print_json({"memora": result})
         return
     table = Table(
         "figure",
@@ -361,13 +361,13 @@ def eval_overhead(
     """The graph's own time per turn (offline model, SQLite checkpoints), model time excluded."""
     from evals.overhead import run_growth, run_overhead
 
-    with _progress("turns", as_json) as progress:
+    with progress_bar("turns", as_json) as progress:
         result = run_overhead(turns, store_size, progress)
-    with _progress("growth turns", as_json) as progress:
+    with progress_bar("growth turns", as_json) as progress:
         growth = run_growth(progress=progress)
     result["growth"] = growth
     if as_json:
-        _print_json({"memora": result})
+        print_json({"memora": result})
         return
     table = Table(
         "figure", "p50 ms", "p95 ms", title=f"Per turn, {turns} turns, {store_size:,} memories"
@@ -402,10 +402,10 @@ def eval_agent(
     """GoodAI LTM scripts through the whole agent (offline model): Colours, NameList."""
     from evals.agent import run_agent
 
-    with _progress("turns", as_json) as progress:
+    with progress_bar("turns", as_json) as progress:
         result = run_agent(data, progress, data_dir)
     if as_json:
-        _print_json({"memora": result})
+        print_json({"memora": result})
         return
     table = Table(
         "test",
@@ -433,19 +433,26 @@ def eval_agent(
                     console.print(f"  - {scored}: {reason}", markup=False, highlight=False)
 
 
+JudgementOption = Annotated[
+    str | None, typer.Option(help="trained or rules (default: MEMORA_JUDGEMENT).")
+]
+
+
 @eval_app.command("selection")
-def eval_selection(data: DataOption, as_json: JsonOption = False) -> None:
+def eval_selection(
+    data: DataOption, as_json: JsonOption = False, judgement: JudgementOption = None
+) -> None:
     """Policy gate selection: precision/recall of storing, confusion by reason."""
     from evals.selection import NONE_REASON, REASONS, STORED, SelectionDataError, run_selection
 
     try:
-        with _progress("candidates", as_json) as progress:
-            result = run_selection(data, progress)
+        with progress_bar("candidates", as_json) as progress:
+            result = run_selection(data, progress, judgement)
     except (SelectionDataError, OSError) as error:
         errors.print(f"memora eval selection: {data}: {error}", markup=False)
         raise typer.Exit(1) from None
     if as_json:
-        _print_json({"memora": result})
+        print_json({"memora": result})
         return
 
     def ratio(value: float | None) -> str:
@@ -453,6 +460,7 @@ def eval_selection(data: DataOption, as_json: JsonOption = False) -> None:
 
     summary = Table("figure", "value", title=f"Memory selection, {data.name}")
     summary.add_row("items", str(result["items"]))
+    summary.add_row("judgement", result["judgement"])
     summary.add_row("precision (stored)", ratio(result["precision"]))
     summary.add_row("recall (stored)", ratio(result["recall"]))
     style = "green" if result["sensitive_stored"] == 0 else "bold red"
@@ -495,10 +503,10 @@ def eval_scale(
     backend = _backend(backend)
     wanted = sorted({int(size) for size in sizes.split(",") if size.strip()})
     systems = [MEMORA, *(PEERS if peers else ())]
-    with _progress("system x size", as_json) as progress:
+    with progress_bar("system x size", as_json) as progress:
         results = run_scale(systems, wanted, timeout, progress, backend)
     if as_json:
-        _print_json(results)
+        print_json(results)
         return
     table = Table(
         "system",

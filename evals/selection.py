@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from evals.common import json_object_line
+from memora.config import get_settings
+from memora.judgement import trained_judgement
 from memora.models import MemoryCandidate, RejectionReason
 from memora.write.policy import apply_memory_policy
 
@@ -95,13 +97,16 @@ def _ratio(numerator: int, denominator: int) -> float | None:
 
 
 def score_selection(
-    items: list[SelectionItem], progress: Callable[[int, int], None] | None = None
+    items: list[SelectionItem],
+    progress: Callable[[int, int], None] | None = None,
+    judgement: str | None = None,
 ) -> dict[str, Any]:
     """Run the policy gate over ``items`` and score it.
 
     Args:
         items: Labelled candidates.
         progress: Optional ``(done, total)`` callback.
+        judgement: "trained" or "rules" (default: the settings' ``judgement``).
 
     Returns:
         ``items``, ``precision`` and ``recall`` of storing (``None`` when undefined),
@@ -114,9 +119,10 @@ def score_selection(
         key: {"total": 0, STORED: 0, **dict.fromkeys(REASONS, 0)} for key in (NONE_REASON, *REASONS)
     }
     tp = fp = fn = tn = 0
+    judge = trained_judgement(judgement or get_settings().judgement)
     for done, item in enumerate(items, start=1):
         candidate = MemoryCandidate(content=item.candidate, user_message=item.user_message)
-        accepted, rejected = apply_memory_policy([candidate])
+        accepted, rejected = apply_memory_policy([candidate], judge=judge)
         predicted = STORED if accepted else rejected[0].reason.value
         row = by_reason[item.reason or NONE_REASON]
         row["total"] += 1
@@ -134,6 +140,7 @@ def score_selection(
             progress(done, len(items))
     return {
         "items": len(items),
+        "judgement": "trained" if judge is not None else "rules",
         "precision": _ratio(tp, tp + fp),
         "recall": _ratio(tp, tp + fn),
         "sensitive_stored": by_reason[RejectionReason.SENSITIVE_DATA.value][STORED],
@@ -142,6 +149,8 @@ def score_selection(
     }
 
 
-def run_selection(path: Path, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def run_selection(
+    path: Path, progress: Callable[[int, int], None] | None = None, judgement: str | None = None
+) -> dict[str, Any]:
     """Load ``path`` and score the policy gate on it (see :func:`score_selection`)."""
-    return score_selection(load_selection(path), progress)
+    return score_selection(load_selection(path), progress, judgement)

@@ -17,9 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
+
 from memora.audit import AuditEntry, AuditLog
 from memora.config import Settings, get_settings
 from memora.embeddings import MemoraEmbeddings, make_embeddings
+from memora.judgement import trained_judgement
 from memora.models import (
     MemoryCandidate,
     MemorySource,
@@ -45,6 +48,7 @@ from memora.write.consolidation import ConsolidationReport, Consolidator
 from memora.write.importance import ImportanceScorer, LLMImportanceScorer, RuleImportanceScorer
 from memora.write.policy import MemoryClassifier
 from memora.write.reconcile import LLMReconciler, OfflineReconciler, Reconciler
+from memora.write.reconcile.trained import TrainedReconciler
 from memora.write.transfer import ImportReport, parse_import_line, renumber
 from memora.write.write_path import WriteOutcome, WritePath
 
@@ -113,12 +117,20 @@ class Memora:
         )
         self.profile = UserProfileStore(self.store.db)
         judge = write_judge(self.settings)
-        self.reconciler = reconciler or (LLMReconciler(judge) if judge else OfflineReconciler())
         self.importance = importance or (
             LLMImportanceScorer(judge) if judge else RuleImportanceScorer()
         )
         self.classifier = classifier or (LLMMemoryClassifier(judge) if judge else None)
         self.clock = clock
+        self.judge = trained_judgement(self.settings.judgement)
+        self.reconciler = reconciler or self._offline_or_model_reconciler(judge)
+
+    def _offline_or_model_reconciler(self, chat_judge: BaseChatModel | None) -> Reconciler:
+        if chat_judge is not None:
+            return LLMReconciler(chat_judge)
+        if self.judge is not None and self.judge.relation_model is not None:
+            return TrainedReconciler(self.judge)
+        return OfflineReconciler()
 
     def close(self) -> None:
         """Finish pending vector writes and close the databases."""
@@ -190,6 +202,7 @@ class Memora:
             self.importance,
             self.classifier,
             self.clock,
+            self.judge,
         )
 
     def ingest(self, units: Sequence[MemoryUnit]) -> list[str]:
@@ -444,7 +457,9 @@ class Memora:
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
-            unit = parse_import_line(user_id, line, number, report, self.audit, self.classifier)
+            unit = parse_import_line(
+                user_id, line, number, report, self.audit, self.classifier, self.judge
+            )
             if unit is not None:
                 units.append(unit)
         existing = self.store.list(user_id)

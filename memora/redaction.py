@@ -12,6 +12,7 @@ import logging
 import re
 from dataclasses import dataclass
 
+from memora.judgement import Judgement
 from memora.write.policy import holds_secret_shaped_value, is_sensitive, sensitive_spans
 
 MARK = "[redacted: sensitive_data]"
@@ -40,7 +41,10 @@ def sensitive_values(text: str, keep: frozenset[str] = frozenset()) -> list[str]
 
 
 def redact(
-    text: str, also: list[str] | None = None, keep: frozenset[str] = frozenset()
+    text: str,
+    also: list[str] | None = None,
+    keep: frozenset[str] = frozenset(),
+    judge: Judgement | None = None,
 ) -> Redacted:
     """``text`` with every sensitive value replaced by :data:`MARK`.
 
@@ -50,6 +54,7 @@ def redact(
             such as a reply that repeats a code without saying what it is.
         keep: Values that only look secret, such as the application's own memory ids
             (32 hex digits read as a high-entropy key); they stay.
+        judge: The trained decisions: the values they take for secrets are cut too.
     """
     echoes = [
         (match.start(), match.end())
@@ -57,12 +62,13 @@ def redact(
         if len(value) >= MIN_ECHO_CHARS
         for match in re.finditer(re.escape(value), text)
     ]
-    if not text or (not echoes and not is_sensitive(text)):
+    judged = judge.secret_value_spans(text) if judge is not None and text else []
+    if not text or (not echoes and not judged and not is_sensitive(text)):
         return Redacted(text, 0)
     spans = sensitive_spans(text) if is_sensitive(text) else []
     if spans is None:
         return Redacted(WHOLE, 1)
-    spans = [span for span in [*spans, *echoes] if text[span[0] : span[1]] not in keep]
+    spans = [span for span in [*spans, *echoes, *judged] if text[span[0] : span[1]] not in keep]
     if not spans:
         return Redacted(text, 0) if _only_kept(text, keep) else Redacted(WHOLE, 1)
     merged: list[list[int]] = []

@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.runtime import Runtime
 
+from agent.messages import text_of
 from memora.redaction import redact, sensitive_values
-from nodes.common import current_turn_start, settings
+from nodes.common import current_turn_start, library, settings
 from nodes.state import Context, State, to_checkpoint
 
 
@@ -78,6 +79,21 @@ def _redacted_message(
     return message.model_copy(update=update) if cut else None
 
 
+def _judged_values(
+    turn: list[AnyMessage], runtime: Runtime[Context], keep: frozenset[str]
+) -> set[str]:
+    """Values the trained secret decision finds in the user's words, cut wherever echoed."""
+    judge = library(runtime).judge
+    if judge is None:
+        return set()
+    values = set()
+    for message in turn:
+        if isinstance(message, HumanMessage):
+            text = text_of(message)
+            values |= {text[start:end] for start, end in judge.secret_value_spans(text)}
+    return {value for value in values if value.strip() and value not in keep}
+
+
 def redact_transcript(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Replace this turn's messages (and pending actions) by their redacted copies."""
     if not settings(runtime).redact_transcripts:
@@ -95,6 +111,7 @@ def redact_transcript(state: State, runtime: Runtime[Context]) -> dict[str, Any]
         key=len,
         reverse=True,
     )
+    found = sorted(set(found) | _judged_values(turn, runtime, keep), key=len, reverse=True)
     cleaned = [m for m in (_redacted_message(m, found, keep) for m in turn) if m is not None]
     update: dict[str, Any] = {}
     if cleaned:

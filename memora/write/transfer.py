@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from memora.audit import AuditLog
+from memora.judgement import Judgement
 from memora.limits import MAX_IMPORT_LINE_CHARS
 from memora.models import MemoryCandidate, MemoryUnit
 from memora.storage.store import new_memory_id
@@ -41,6 +42,7 @@ def parse_import_line(
     report: ImportReport,
     audit: AuditLog,
     classifier: MemoryClassifier | None,
+    judge: Judgement | None = None,
 ) -> MemoryUnit | None:
     """One line as this user's memory, or None with the refusal added to ``report``."""
 
@@ -72,7 +74,7 @@ def parse_import_line(
         scope=unit.scope,
         thread_id=unit.thread_id,
     )
-    _, rejected = apply_memory_policy([candidate], classifier)
+    _, rejected = apply_memory_policy([candidate], classifier, judge)
     if rejected:
         refuse(rejected[0].reason.value)
         return None

@@ -19,6 +19,7 @@ import numpy as np
 
 from memora.audit import AuditLog
 from memora.embeddings import MemoraEmbeddings, estimate_tokens
+from memora.judgement import Judgement
 from memora.models import (
     MemoryCandidate,
     MemorySource,
@@ -84,6 +85,8 @@ class WritePath:
     importance: ImportanceScorer
     classifier: MemoryClassifier | None
     clock: Callable[[], datetime]
+    judge: Judgement | None = None
+    """The trained decisions the gate reads, if enabled."""
 
     def write(
         self, user_id: str, candidates: Sequence[MemoryCandidate], source: MemorySource
@@ -94,7 +97,7 @@ class WritePath:
     def _write_one(
         self, user_id: str, candidate: MemoryCandidate, source: MemorySource
     ) -> WriteOutcome:
-        accepted, rejected = apply_memory_policy([candidate], self.classifier)
+        accepted, rejected = apply_memory_policy([candidate], self.classifier, self.judge)
         if not accepted:
             reason = rejected[0].reason.value
             self.audit.record(

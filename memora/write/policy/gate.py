@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
+from memora.judgement.decisions import Judgement
 from memora.limits import MAX_MEMORY_CHARS, MAX_USER_MESSAGE_CHARS
 from memora.models import MemoryCandidate, MemoryScope, PolicyRejection, RejectionReason
 from memora.text.folding import fold
@@ -30,6 +31,7 @@ from memora.validation import has_surrogates
 from memora.write.policy.engine import load_rule_file
 from memora.write.policy.ephemeral import check_ephemeral
 from memora.write.policy.injection import check_encoded_instruction, check_instruction_like
+from memora.write.policy.judged import is_kept_veto, trained_verdict
 from memora.write.policy.secrets import mentions_secret_keyword, sensitive_rule
 from memora.write.policy.support import check_assistant_attribution, check_assistant_support
 from memora.write.policy.vague import check_too_vague
@@ -93,8 +95,14 @@ HARD_RULES: tuple[tuple[RejectionReason, Callable[[MemoryCandidate], str | None]
 """The hard rules in their fixed order; the first that fires decides the reason."""
 
 
-def check_candidate(candidate: MemoryCandidate) -> tuple[RejectionReason, str] | None:
-    """Apply the hard rules to one candidate.
+def check_candidate(
+    candidate: MemoryCandidate, judge: Judgement | None = None
+) -> tuple[RejectionReason, str] | None:
+    """Apply the rules, and the trained gate when there is one, to one candidate.
+
+    Without ``judge`` every rule decides. With it, only the deterministic detectors
+    and the rules near-certain on the labelled corpora reject on their own; the
+    trained gate decides the rest.
 
     Returns:
         ``(reason, rule_name)`` for the first rule that fires, or ``None`` if accepted.
@@ -113,14 +121,16 @@ def check_candidate(candidate: MemoryCandidate) -> tuple[RejectionReason, str] |
         if reason is RejectionReason.EPHEMERAL and candidate.scope is MemoryScope.THREAD:
             continue  # "for this chat" is exactly what a thread-scoped memory is for
         rule = check(candidate)
-        if rule:
+        decoded = check is check_encoded_instruction  # a decoder proves it; no judgement needed
+        if rule and (judge is None or decoded or is_kept_veto(reason, rule)):
             return reason, rule
-    return None
+    return trained_verdict(candidate, judge) if judge is not None else None
 
 
 def apply_memory_policy(
     candidates: Iterable[MemoryCandidate],
     classifier: MemoryClassifier | None = None,
+    judge: Judgement | None = None,
 ) -> tuple[list[MemoryCandidate], list[PolicyRejection]]:
     """Split candidates into accepted ones and rejections.
 
@@ -133,7 +143,7 @@ def apply_memory_policy(
     accepted: list[MemoryCandidate] = []
     rejected: list[PolicyRejection] = []
     for candidate in candidates:
-        verdict = check_candidate(candidate)
+        verdict = check_candidate(candidate, judge)
         if verdict is None and classifier is not None:
             reason = classifier.classify(candidate)
             if reason is not None:

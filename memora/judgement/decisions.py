@@ -1,0 +1,183 @@
+"""The trained decisions: what a candidate memory is, where a secret is, how two memories relate.
+
+Each decision is a :class:`~memora.judgement.linear.SoftmaxModel` over the bundled
+encoder's sentence vectors and a few structural features. Inputs are built here
+the same way for training and for use.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from memora.judgement.encoder import SentenceEncoder, bundled_encoder
+from memora.judgement.features import pair_features, text_features
+from memora.judgement.linear import SoftmaxModel
+from memora.judgement.spans import Span, candidate_spans, span_features
+
+log = logging.getLogger(__name__)
+
+WEIGHTS_DIR = Path(__file__).with_name("weights")
+_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
+
+GATE_LABELS = (
+    "store",
+    "sensitive",
+    "instruction",
+    "refused",
+    "assistant_generated",
+    "ephemeral",
+    "vague",
+)
+"""What a candidate memory is, read with the user message it came from."""
+SECRET_LABELS = ("clear", "secret")
+"""Whether a text (or one span of it) is a way into something."""
+RELATION_LABELS = ("distinct", "update", "restatement")
+"""How a new memory relates to one stored neighbour."""
+
+Encode = Callable[[list[str]], np.ndarray]
+
+
+def gate_inputs(encode: Encode, candidates: list[str], messages: list[str]) -> np.ndarray:
+    """Rows for the gate: both vectors, their product, and both texts' features."""
+    cand, mess = encode(candidates), encode(messages)
+    feats = np.stack(
+        [
+            np.concatenate([text_features(c), text_features(m)])
+            for c, m in zip(candidates, messages, strict=True)
+        ]
+    )
+    return np.hstack([cand, mess, cand * mess, feats])
+
+
+def secret_inputs(encode: Encode, texts: list[str]) -> np.ndarray:
+    """Rows for the sentence-level secret decision."""
+    feats = np.stack([text_features(t) for t in texts])
+    return np.hstack([encode(texts), feats])
+
+
+def relation_inputs(encode: Encode, olds: list[str], news: list[str]) -> np.ndarray:
+    """Rows for the relation decision: both vectors, difference, product, pair features."""
+    old, new = encode(olds), encode(news)
+    pairs = np.stack(
+        [pair_features(o, n, ov, nv) for o, n, ov, nv in zip(olds, news, old, new, strict=True)]
+    )
+    return np.hstack([old, new, np.abs(old - new), old * new, pairs])
+
+
+def weights_path(decision: str, encoder_slug: str) -> Path:
+    """Where a decision's weights for an encoder live."""
+    return WEIGHTS_DIR / f"{decision}.{encoder_slug}.npz"
+
+
+@dataclass(frozen=True)
+class SecretSpan:
+    """A value the secret-span decision cut, with its probability."""
+
+    span: Span
+    probability: float
+
+
+class Judgement:
+    """The trained decisions for one encoder; a decision without weights is ``None``."""
+
+    GATE_SENSITIVE = 0.3
+    """Gate probability of ``sensitive`` above which a candidate is refused as sensitive."""
+    SECRET_TEXT = 0.5
+    """Sentence probability above which a text holds a secret."""
+    SECRET_SPAN = 0.5
+    """Span probability above which a value is cut from a transcript."""
+    UPDATE = 0.75
+    """Relation probability of ``update`` needed before a memory supersedes another."""
+    RESTATEMENT = 0.6
+    """Relation probability of ``restatement`` needed to skip a candidate as a duplicate."""
+
+    def __init__(self, encoder: SentenceEncoder, weights_dir: Path = WEIGHTS_DIR) -> None:
+        self.encoder = encoder
+
+        def load(decision: str) -> SoftmaxModel | None:
+            path = weights_dir / f"{decision}.{encoder.slug}.npz"
+            if not path.exists():
+                log.warning("no %s weights for encoder %s", decision, encoder.encoder_id)
+                return None
+            return SoftmaxModel.load(path)
+
+        self.gate_model = load("gate")
+        self.secret_model = load("secret")
+        self.span_model = load("secret_span")
+        self.relation_model = load("relation")
+
+    def gate(self, candidate: str, message: str) -> dict[str, float]:
+        """Probability of each gate label for one candidate and its user message."""
+        if self.gate_model is None:
+            return {}
+        row = self.gate_model.probabilities(
+            gate_inputs(self.encoder.encode, [candidate], [message])
+        )[0]
+        return dict(zip(self.gate_model.labels, row.tolist(), strict=True))
+
+    def secret_probability(self, texts: list[str]) -> np.ndarray:
+        """Probability that each text holds a secret value."""
+        if self.secret_model is None or not texts:
+            return np.zeros(len(texts))
+        return self.secret_model.probabilities(secret_inputs(self.encoder.encode, texts))[:, 1]
+
+    def secret_spans(self, text: str) -> list[SecretSpan]:
+        """The values in ``text`` the span decision takes for secrets."""
+        if self.span_model is None:
+            return []
+        spans = candidate_spans(text)
+        if not spans:
+            return []
+        rows = np.stack([span_features(text, span) for span in spans])
+        probs = self.span_model.probabilities(rows)[:, 1]
+        return [
+            SecretSpan(s, float(p))
+            for s, p in zip(spans, probs, strict=True)
+            if p >= self.SECRET_SPAN
+        ]
+
+    def secret_value_spans(self, text: str) -> list[tuple[int, int]]:
+        """Where the secret values of ``text`` are: in each sentence the model takes for one
+        holding a secret, every span the span decision cuts and at least its likeliest one."""
+        if self.secret_model is None or self.span_model is None or not text.strip():
+            return []
+        sentences = [m for m in _SENTENCE.finditer(text) if m.group(0).strip()]
+        flagged = self.secret_probability([m.group(0) for m in sentences])
+        found: list[tuple[int, int]] = []
+        for match, probability in zip(sentences, flagged, strict=True):
+            if probability < self.SECRET_TEXT:
+                continue
+            spans = candidate_spans(match.group(0))
+            if not spans:
+                found.append(match.span())
+                continue
+            rows = np.stack([span_features(match.group(0), span) for span in spans])
+            probs = self.span_model.probabilities(rows)[:, 1]
+            chosen = {int(probs.argmax())} | {
+                i for i, p in enumerate(probs) if p >= self.SECRET_SPAN
+            }
+            found += [
+                (match.start() + spans[i].start, match.start() + spans[i].end) for i in chosen
+            ]
+        return found
+
+    def relations(self, old_texts: list[str], new_text: str) -> list[dict[str, float]]:
+        """Probability of each relation label for a new memory against each old one."""
+        if self.relation_model is None or not old_texts:
+            return [{} for _ in old_texts]
+        rows = relation_inputs(self.encoder.encode, old_texts, [new_text] * len(old_texts))
+        probs = self.relation_model.probabilities(rows)
+        return [dict(zip(self.relation_model.labels, row.tolist(), strict=True)) for row in probs]
+
+
+@cache
+def judgement() -> Judgement:
+    """The process-wide trained decisions over the bundled encoder."""
+    return Judgement(bundled_encoder())

@@ -1,0 +1,120 @@
+"""Candidate value spans of a text and what surrounds them, for the trained secret-span decision.
+
+The scanner proposes every token-like piece a value could be (words, digit groups,
+joined digit sequences, runs of spelled or Chinese digits); the trained model decides
+which of them is a way into something. Context is hashed character trigrams of
+the words around a span, so the model learns its cues from the corpus.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from memora.text.folding import HAN_CHARS
+
+_PIECE = re.compile(
+    rf"[{HAN_CHARS}]+|[\u3040-\u30ff]+|[\uac00-\ud7af]+|[^\s{HAN_CHARS}\u3040-\u30ff\uac00-\ud7af]+"
+)
+_JOINED_DIGITS = re.compile(r"(?<![\w])\d(?:[ \-.]\d){3,}(?![\w])")
+_SPELLED = re.compile(
+    r"(?:\b(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)\b[\s,-]*){3,}",
+    re.IGNORECASE,
+)
+_CJK_DIGITS = re.compile(r"[零〇一二三四五六七八九两]{4,}")
+_EDGE = "\"'“”‘’「」『』()[]{}<>.,;:!?。，；：！？、"
+_HAN_SPLIT = re.compile(r"[的是为為在用把：:，,。]")
+
+LEFT_BUCKETS = 1024
+RIGHT_BUCKETS = 256
+SHAPE_FEATURES = 10
+CONTEXT_CHARS = 24
+
+
+@dataclass(frozen=True)
+class Span:
+    """A candidate value: where it is in the text and its characters."""
+
+    start: int
+    end: int
+    value: str
+
+
+def candidate_spans(text: str) -> list[Span]:
+    """Every piece of ``text`` that could be a value, longest joined forms included."""
+    spans: dict[tuple[int, int], Span] = {}
+    for pattern in (_JOINED_DIGITS, _SPELLED, _CJK_DIGITS):
+        for match in pattern.finditer(text):
+            start, end = match.start(), match.end()
+            value = text[start:end].rstrip(" ,-")
+            spans[(start, start + len(value))] = Span(start, start + len(value), value)
+    for match in _PIECE.finditer(text):
+        start, end = match.start(), match.end()
+        piece = match.group(0)
+        if re.match(rf"[{HAN_CHARS}]", piece):
+            for sub in _split_han(piece, start):
+                spans.setdefault((sub.start, sub.end), sub)
+            continue
+        stripped = piece.strip(_EDGE)
+        if not stripped:
+            continue
+        offset = start + piece.index(stripped)
+        spans.setdefault(
+            (offset, offset + len(stripped)), Span(offset, offset + len(stripped), stripped)
+        )
+    return sorted(spans.values(), key=lambda s: (s.start, -s.end))
+
+
+def _split_han(run: str, start: int) -> list[Span]:
+    """A Han run cut at particles and punctuation: the values in it are usually whole pieces."""
+    pieces: list[Span] = []
+    position = 0
+    for match in _HAN_SPLIT.finditer(run + "。"):
+        if match.start() > position:
+            pieces.append(
+                Span(start + position, start + match.start(), run[position : match.start()])
+            )
+        position = match.end()
+    return [p for p in pieces if 1 < len(p.value) <= 12]
+
+
+def _hashed(text: str, buckets: int) -> np.ndarray:
+    row = np.zeros(buckets, dtype=np.float32)
+    padded = f" {text.lower()} "
+    for i in range(len(padded) - 2):
+        row[zlib.crc32(padded[i : i + 3].encode("utf-8", "surrogatepass")) % buckets] = 1.0
+    return row
+
+
+def _shape(value: str) -> np.ndarray:
+    chars = max(len(value), 1)
+    digits = sum(c.isdigit() for c in value)
+    letters = sum(c.isalpha() for c in value)
+    symbols = sum(not c.isalnum() and not c.isspace() for c in value)
+    return np.asarray(
+        (
+            min(len(value), 40) / 40,
+            digits / chars,
+            letters / chars,
+            symbols / chars,
+            float(digits > 0 and letters > 0),
+            float(any(c.isupper() for c in value) and any(c.islower() for c in value)),
+            float(value[:1].isupper()),
+            float(" " in value),
+            float(bool(re.search(f"[{HAN_CHARS}]", value))),
+            float(digits >= 4),
+        ),
+        dtype=np.float32,
+    )
+
+
+def span_features(text: str, span: Span) -> np.ndarray:
+    """Shape of the span, and hashed trigrams of the text just before and after it."""
+    left = text[max(0, span.start - CONTEXT_CHARS) : span.start]
+    right = text[span.end : span.end + CONTEXT_CHARS // 2]
+    return np.concatenate(
+        [_shape(span.value), _hashed(left, LEFT_BUCKETS), _hashed(right, RIGHT_BUCKETS)]
+    )

