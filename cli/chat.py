@@ -22,6 +22,7 @@ from cli.library import open_memora
 from graph.checkpointed import durability_for, open_agent
 from memora.api import Memora
 from memora.config import get_settings
+from memora.errors import MemoraError
 from memora.validation import validate_thread_id, validate_user_id
 from nodes.state import Context, State, StopReason
 
@@ -140,7 +141,7 @@ def _resume(agent: Any, config: dict[str, Any], ask: Asker) -> Command | None:
     return Command(resume=answer)
 
 
-class ApprovalUnanswered(Exception):
+class ApprovalUnanswered(MemoraError):
     """The terminal closed at the approval prompt: the thread stays paused for next time."""
 
 

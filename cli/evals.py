@@ -14,7 +14,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
-from cli.console import console, errors
+from cli.console import console
 from evals.common import BACKENDS, scratch_memora
 from evals.locomo import KS, run_locomo
 from evals.update import FIELDS as UPDATE_FIELDS
@@ -235,13 +235,9 @@ def eval_eventlog(
     data: DataOption, as_json: JsonOption = False, data_dir: DirOption = None
 ) -> None:
     """Event log: repeated events, lists, counters, updates and repeats through the write path."""
-    from evals.eventlog import EventlogDataError, load_cases, run_eventlog
+    from evals.eventlog import load_cases, run_eventlog
 
-    try:
-        load_cases(data)
-    except (EventlogDataError, OSError, UnicodeDecodeError) as error:
-        errors.print(f"memora eval eventlog: {data}: {error}", markup=False)
-        raise typer.Exit(1) from None
+    load_cases(data)
     with scratch_memora(data_dir) as memora, _progress("cases", as_json) as progress:
         result = run_eventlog(memora, data, progress)
     if as_json:
@@ -436,14 +432,10 @@ def eval_agent(
 @eval_app.command("selection")
 def eval_selection(data: DataOption, as_json: JsonOption = False) -> None:
     """Policy gate selection: precision/recall of storing, confusion by reason."""
-    from evals.selection import NONE_REASON, REASONS, STORED, SelectionDataError, run_selection
+    from evals.selection import NONE_REASON, REASONS, STORED, run_selection
 
-    try:
-        with _progress("candidates", as_json) as progress:
-            result = run_selection(data, progress)
-    except (SelectionDataError, OSError) as error:
-        errors.print(f"memora eval selection: {data}: {error}", markup=False)
-        raise typer.Exit(1) from None
+    with _progress("candidates", as_json) as progress:
+        result = run_selection(data, progress)
     if as_json:
         _print_json({"memora": result})
         return

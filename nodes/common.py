@@ -13,19 +13,12 @@ from langgraph.runtime import Runtime
 from agent.spotlight import DataFrame
 from memora.api import Memora, shared_memora
 from memora.config import Settings, get_settings
+from memora.errors import IdentityMismatchError, ThreadOwnershipError
 from memora.identity import VERIFIED_PERMISSION
 from memora.validation import validate_user_id
 from nodes.state import Context, State
 
 DEFAULT_USER = "default"
-
-
-class ThreadOwnershipError(PermissionError):
-    """A run or resume came from a user other than the thread's owner."""
-
-
-class IdentityMismatchError(PermissionError):
-    """A client claimed a user id other than the one its token proves."""
 
 
 def authenticated_user_id(

@@ -15,7 +15,8 @@ from agent.prompts import (
     STEP_LIMIT_OBSERVATION,
     TOOL_ERROR_REPLY,
 )
-from nodes.common import ThreadOwnershipError, last_ai_message, requested_calls, step_limit
+from memora.errors import ThreadOwnershipError
+from nodes.common import last_ai_message, requested_calls, step_limit
 from nodes.state import Context, State, StopReason
 
 
