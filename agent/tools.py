@@ -168,7 +168,7 @@ def request_forget_memory(args: RequestForgetMemoryArgs, ctx: ToolContext) -> To
     Raises:
         ToolInputError: The id is unknown or another user's (indistinguishable).
     """
-    preview = ctx.memora.store.get_preview(ctx.user_id, args.memory_id)
+    preview = ctx.memora.preview(ctx.user_id, args.memory_id)
     if preview is None:
         raise ToolInputError("memory not found; search first and use the exact memory_id")
     return ToolHandlerResult(

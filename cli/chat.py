@@ -170,7 +170,7 @@ def print_memories(memora: Memora, user_id: str) -> None:
 def _profile_command(memora: Memora, user_id: str, line: str) -> None:
     parts = line.split(maxsplit=3)
     if len(parts) >= 4 and parts[1] == "set":
-        memora.profile.set(user_id, parts[2], parts[3])
+        memora.set_profile(user_id, parts[2], parts[3])
         console.print(f"profile {parts[2]} set", markup=False)
         return
     profile = memora.get_profile(user_id)

@@ -142,7 +142,7 @@ def memories_forget(
 ) -> None:
     """Delete a memory and its history (asks first unless --yes)."""
     memora = open_memora()
-    preview = memora.store.get_preview(user, memory_id)
+    preview = memora.preview(user, memory_id)
     if preview is None:
         raise _missing(memory_id)
     console.print(f"Memory: {preview}", markup=False, highlight=False)

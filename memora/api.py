@@ -126,6 +126,21 @@ class Memora:
         if self.audit.db is not self.store.db:
             self.audit.db.close()
 
+    def flush(self) -> None:
+        """Wait until every queued vector write has reached Chroma."""
+        self.store.flush()
+
+    def drop_vector_collection(self) -> None:
+        """Delete the whole Chroma collection (a scratch deployment's, after its run)."""
+        self.store.flush()
+        self.store.vectors.drop()
+
+    def drop_local_vector_copy(self, user_id: str) -> None:
+        """Delete this process's on-disk copy of the user's vectors; the next search
+        reads them from Chroma again."""
+        validate_user_id(user_id)
+        self.store.local_vectors.drop(user_id)
+
     # -- write path ---------------------------------------------------------
 
     def add(
@@ -289,6 +304,13 @@ class Memora:
         validate_memory_id(memory_id)
         return self.store.get(user_id, memory_id)
 
+    def preview(self, user_id: str, memory_id: str) -> str | None:
+        """A short preview of one memory of this user (what an approval prompt shows),
+        or None for an unknown or foreign id."""
+        validate_user_id(user_id)
+        validate_memory_id(memory_id)
+        return self.store.get_preview(user_id, memory_id)
+
     def list(
         self,
         user_id: str,
@@ -327,7 +349,7 @@ class Memora:
         if deleted:
             self.audit.redact_reads_of(user_id, deleted)
             self.audit.record(user_id, "delete", "deleted", memory_ids=deleted, source=actor)
-            self.store.rows.scrub()
+            self.store.scrub()
             self.audit.scrub()
         return deleted
 
@@ -346,7 +368,7 @@ class Memora:
             profile_fields=self.profile.erase(user_id),
             audit_entries=self.audit.erase(user_id),
         )
-        self.store.rows.scrub()
+        self.store.scrub()
         self.profile.scrub()
         self.audit.scrub()
         return report
@@ -416,6 +438,19 @@ class Memora:
         validate_user_id(user_id)
         return self.profile.get(user_id)
 
+    def set_profile(self, user_id: str, key: str, value: str) -> None:
+        """Set one confirmed profile field.
+
+        Raises:
+            InvalidInput: The user id, key or value is empty, too long or not valid UTF-8.
+        """
+        self.profile.set(user_id, key, value)
+
+    def unset_profile(self, user_id: str, key: str) -> bool:
+        """Remove one profile field; returns whether it was set."""
+        validate_user_id(user_id)
+        return self.profile.unset(user_id, key)
+
     # -- export, import, reindex -------------------------------------------------
 
     def export(self, user_id: str) -> Iterator[str]:
@@ -460,7 +495,7 @@ class Memora:
             if unit.status is MemoryStatus.ACTIVE:
                 active_texts.add(unit.content)
             fresh.append(unit)
-        fresh = renumber(fresh, self.store.rows.foreign_ids(user_id, [u.id for u in fresh]))
+        fresh = renumber(fresh, self.store.foreign_ids(user_id, [u.id for u in fresh]))
         self.ingest(fresh)
         report.imported = len(fresh)
         if fresh:

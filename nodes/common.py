@@ -97,8 +97,7 @@ def run_context(runtime: Runtime[Context] | None) -> Context:
 
 def library(runtime: Runtime[Context] | None) -> Memora:
     """The run's memory library: the one a local caller passed, else the process-wide one."""
-    memora = run_context(runtime).memora
-    return memora if isinstance(memora, Memora) else shared_memora(get_settings())
+    return run_context(runtime).memora or shared_memora(get_settings())
 
 
 def settings(runtime: Runtime[Context] | None) -> Settings:

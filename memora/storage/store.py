@@ -302,6 +302,14 @@ class LongTermMemoryStore:
         """One memory of this user, or None for an unknown or foreign id."""
         return self.rows.get(user_id, memory_id)
 
+    def foreign_ids(self, user_id: str, memory_ids: Sequence[str]) -> set[str]:
+        """Which of these ids a memory or tombstone of another user holds (for imports)."""
+        return self.rows.foreign_ids(user_id, memory_ids)
+
+    def scrub(self) -> bool:
+        """Make deleted rows unreadable from storage (see ``SqlDatabase.reclaim``)."""
+        return self.rows.scrub()
+
     def get_preview(
         self, user_id: str, memory_id: str, max_chars: int = PREVIEW_CHARS
     ) -> str | None:
