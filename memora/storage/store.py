@@ -232,16 +232,9 @@ class LongTermMemoryStore:
         now = utcnow()
         with self._lock:
             touched, bump = self.rows.touch(user_id, ids, now)
-        index = self._cache.after_write(user_id, bump)
-        if index is not None:
-            for memory_id in ids:
-                unit = index.units.get(memory_id)
-                if unit is not None:
-                    index.replace(
-                        unit.model_copy(
-                            update={"last_accessed_at": now, "access_count": unit.access_count + 1}
-                        )
-                    )
+            index = self._cache.after_write(user_id, bump)
+            if index is not None:
+                index.mark_used(ids, now)
         return touched
 
     def delete(self, user_id: str, memory_id: str) -> list[str]:
