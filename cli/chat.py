@@ -19,7 +19,8 @@ from rich.markup import escape
 from agent.chat_models import describe_model
 from cli.console import UserOption, console, errors, id_table, status_style
 from cli.library import open_memora
-from graph.checkpointed import durability_for, open_agent
+from graph.builder import durability_for
+from graph.checkpointed import open_agent
 from memora.api import Memora
 from memora.config import get_settings
 from memora.errors import MemoraError

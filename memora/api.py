@@ -402,20 +402,23 @@ class Memora:
         return self.store.list(user_id, review_only=True)
 
     def resolve_review(self, user_id: str, memory_id: str, accept: bool) -> bool:
-        """Accept (supersede what it conflicted with) or reject (delete) a flagged memory."""
+        """Accept or reject a flagged memory; returns False for an unknown or foreign id.
+
+        Accepting supersedes what it conflicted with, exactly as the write path
+        supersedes (the memory records what it replaced, history is kept);
+        rejecting deletes it.
+        """
+        validate_user_id(user_id)
+        validate_memory_id(memory_id)
         unit = self.store.get(user_id, memory_id)
         if unit is None:
             return False
-        if accept:
-            targets = [t for t in unit.metadata.get("review_targets", []) if t != memory_id]
-            for target in targets:
-                self.store.update(
-                    user_id, target, status=MemoryStatus.SUPERSEDED, superseded_by=memory_id
-                )
-            self.store.mark_review(user_id, memory_id, False)
-            self.audit.record(user_id, "review", "accepted", memory_ids=[memory_id, *targets])
-        else:
+        if not accept:
             self.forget(user_id, memory_id, actor="review")
+            return True
+        targets = unit.metadata.get("review_targets", [])
+        superseded = self.store.supersede_with_stored(user_id, targets, memory_id) or []
+        self.audit.record(user_id, "review", "accepted", memory_ids=[memory_id, *superseded])
         return True
 
     # -- lifecycle ------------------------------------------------------------
