@@ -47,7 +47,7 @@ from memora.validation import InvalidInput
 from memora.write.policy import apply_memory_policy
 
 
-class ToolInputError(ValueError):
+class ToolInputError(InvalidInput):
     """Arguments the model can correct; becomes an ``ok: false`` observation."""
 
 
@@ -168,7 +168,7 @@ def request_forget_memory(args: RequestForgetMemoryArgs, ctx: ToolContext) -> To
     Raises:
         ToolInputError: The id is unknown or another user's (indistinguishable).
     """
-    preview = ctx.memora.store.get_preview(ctx.user_id, args.memory_id)
+    preview = ctx.memora.preview(ctx.user_id, args.memory_id)
     if preview is None:
         raise ToolInputError("memory not found; search first and use the exact memory_id")
     return ToolHandlerResult(
@@ -292,6 +292,6 @@ def dispatch(name: str, raw_arguments: Any, ctx: ToolContext) -> DispatchResult:
     except ValidationError as error:
         message = _describe_validation(error)
         return DispatchResult(failed_observation(message), ok=False)
-    except (ToolInputError, InvalidInput) as error:
+    except InvalidInput as error:
         return DispatchResult(failed_observation(str(error)), ok=False)
     return DispatchResult(ok_observation(result.data), ok=True, result=result)

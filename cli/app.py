@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 from cli.chat import chat
 from cli.console import errors
@@ -19,12 +21,58 @@ from cli.threads import threads_app
 from cli.train import train
 from cli.users import users_app
 from memora.api import close_shared
-from memora.config import ConfigError, get_settings
+from memora.config import get_settings
+from memora.errors import (
+    ConfigurationError,
+    IdentityError,
+    InvalidInput,
+    MemoraError,
+    NotFound,
+    StoreError,
+)
 from memora.redaction import install_log_redaction
-from memora.storage.db import StoreError
-from memora.validation import InvalidInput, check_arguments
+from memora.validation import check_arguments
 
-app = typer.Typer(help="Memora: a chat agent with agentic long-term memory.", no_args_is_help=True)
+EXIT_CODES: tuple[tuple[type[MemoraError], int], ...] = (
+    (NotFound, 1),
+    (InvalidInput, 2),
+    (ConfigurationError, 2),
+    (StoreError, 2),
+    (IdentityError, 2),
+)
+"""The exit status of each kind of known failure; any other ``MemoraError`` exits 1.
+
+2 means nothing was done: refused input (not valid UTF-8, over a limit, a malformed
+id), a bad setting, or a store that cannot be opened.
+"""
+
+
+def exit_code_for(error: MemoraError) -> int:
+    """The exit status ``memora`` ends with after this failure."""
+    return next((code for kind, code in EXIT_CODES if isinstance(error, kind)), 1)
+
+
+def report(error: MemoraError) -> int:
+    """Print the failure as one line on stderr; return the exit status it maps to."""
+    errors.print(f"memora: {error}", markup=False)
+    return exit_code_for(error)
+
+
+class _MemoraGroup(TyperGroup):
+    """The root command group: a known failure in any sub-command ends in one line."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MemoraError as error:
+            raise typer.Exit(report(error)) from None
+
+
+app = typer.Typer(
+    cls=_MemoraGroup,
+    help="Memora: a chat agent with agentic long-term memory.",
+    no_args_is_help=True,
+)
 app.add_typer(memories_app, name="memories")
 app.add_typer(eval_app, name="eval")
 app.add_typer(profile_app, name="profile")
@@ -36,11 +84,7 @@ app.command("train")(train)
 
 
 def main() -> None:
-    """Console entry point: known failures print one line and exit non-zero.
-
-    Refused input (not valid UTF-8, over a limit, a malformed id) exits 2 before
-    anything is stored.
-    """
+    """Console entry point: known failures print one line and exit non-zero (see EXIT_CODES)."""
     try:
         check_arguments(sys.argv[1:])
         logging.basicConfig(
@@ -52,8 +96,7 @@ def main() -> None:
         finally:
             close_opened()
             close_shared()
-    except (StoreError, ConfigError, InvalidInput) as error:
-        errors.print(f"memora: {error}", markup=False)
-        sys.exit(2)
+    except MemoraError as error:
+        sys.exit(report(error))
     except KeyboardInterrupt:
         sys.exit(130)

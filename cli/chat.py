@@ -19,9 +19,11 @@ from rich.markup import escape
 from agent.chat_models import describe_model
 from cli.console import UserOption, console, errors, id_table, status_style
 from cli.library import open_memora
-from graph.checkpointed import durability_for, open_agent
+from graph.builder import durability_for
+from graph.checkpointed import open_agent
 from memora.api import Memora
 from memora.config import get_settings
+from memora.errors import MemoraError
 from memora.validation import validate_thread_id, validate_user_id
 from nodes.state import Context, State, StopReason
 
@@ -140,7 +142,7 @@ def _resume(agent: Any, config: dict[str, Any], ask: Asker) -> Command | None:
     return Command(resume=answer)
 
 
-class ApprovalUnanswered(Exception):
+class ApprovalUnanswered(MemoraError):
     """The terminal closed at the approval prompt: the thread stays paused for next time."""
 
 
@@ -169,7 +171,7 @@ def print_memories(memora: Memora, user_id: str) -> None:
 def _profile_command(memora: Memora, user_id: str, line: str) -> None:
     parts = line.split(maxsplit=3)
     if len(parts) >= 4 and parts[1] == "set":
-        memora.profile.set(user_id, parts[2], parts[3])
+        memora.set_profile(user_id, parts[2], parts[3])
         console.print(f"profile {parts[2]} set", markup=False)
         return
     profile = memora.get_profile(user_id)

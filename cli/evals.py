@@ -14,7 +14,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
-from cli.console import console, errors
+from cli.console import console
 from evals.common import BACKENDS, scratch_memora
 from evals.locomo import KS, run_locomo
 from evals.update import FIELDS as UPDATE_FIELDS
@@ -235,13 +235,9 @@ def eval_eventlog(
     data: DataOption, as_json: JsonOption = False, data_dir: DirOption = None
 ) -> None:
     """Event log: repeated events, lists, counters, updates and repeats through the write path."""
-    from evals.eventlog import EventlogDataError, load_cases, run_eventlog
+    from evals.eventlog import load_cases, run_eventlog
 
-    try:
-        load_cases(data)
-    except (EventlogDataError, OSError, UnicodeDecodeError) as error:
-        errors.print(f"memora eval eventlog: {data}: {error}", markup=False)
-        raise typer.Exit(1) from None
+    load_cases(data)
     with scratch_memora(data_dir) as memora, progress_bar("cases", as_json) as progress:
         result = run_eventlog(memora, data, progress)
     if as_json:
@@ -443,14 +439,10 @@ def eval_selection(
     data: DataOption, as_json: JsonOption = False, judgement: JudgementOption = None
 ) -> None:
     """Policy gate selection: precision/recall of storing, confusion by reason."""
-    from evals.selection import NONE_REASON, REASONS, STORED, SelectionDataError, run_selection
+    from evals.selection import NONE_REASON, REASONS, STORED, run_selection
 
-    try:
-        with progress_bar("candidates", as_json) as progress:
-            result = run_selection(data, progress, judgement)
-    except (SelectionDataError, OSError) as error:
-        errors.print(f"memora eval selection: {data}: {error}", markup=False)
-        raise typer.Exit(1) from None
+    with progress_bar("candidates", as_json) as progress:
+        result = run_selection(data, progress, judgement)
     if as_json:
         print_json({"memora": result})
         return

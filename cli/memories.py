@@ -13,14 +13,14 @@ from rich.table import Table
 from cli.console import UserOption, ask, console, errors, id_table, status_style
 from cli.library import open_memora
 from memora.config import get_settings
+from memora.errors import NotFound
 from memora.models import MemorySource, MemoryStatus
 
 memories_app = typer.Typer(help="Inspect and manage long-term memories.", no_args_is_help=True)
 
 
-def _missing(memory_id: str) -> typer.Exit:
-    errors.print(f"no memory {memory_id} for this user", markup=False)
-    return typer.Exit(1)
+def _missing(memory_id: str) -> NotFound:
+    return NotFound(f"no memory {memory_id} for this user")
 
 
 @memories_app.command("add")
@@ -142,7 +142,7 @@ def memories_forget(
 ) -> None:
     """Delete a memory and its history (asks first unless --yes)."""
     memora = open_memora()
-    preview = memora.store.get_preview(user, memory_id)
+    preview = memora.preview(user, memory_id)
     if preview is None:
         raise _missing(memory_id)
     console.print(f"Memory: {preview}", markup=False, highlight=False)

@@ -25,12 +25,12 @@ def profile_show(user: UserOption = "default") -> None:
 @profile_app.command("set")
 def profile_set(key: str, value: str, user: UserOption = "default") -> None:
     """Set one profile field."""
-    open_memora().profile.set(user, key, value)
+    open_memora().set_profile(user, key, value)
     console.print(f"{key} set", markup=False)
 
 
 @profile_app.command("unset")
 def profile_unset(key: str, user: UserOption = "default") -> None:
     """Remove one profile field."""
-    removed = open_memora().profile.unset(user, key)
+    removed = open_memora().unset_profile(user, key)
     console.print(f"{key} removed" if removed else f"{key} was not set", markup=False)

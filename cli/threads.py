@@ -8,9 +8,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cli.console import ask, console, errors
+from cli.console import ask, console
 from graph.checkpointed import delete_threads, open_agent, thread_records
 from memora.config import get_settings
+from memora.errors import NotFound
 from memora.validation import validate_thread_id, validate_user_id
 
 threads_app = typer.Typer(help="List or delete conversation threads.", no_args_is_help=True)
@@ -44,8 +45,7 @@ def threads_delete(
     validate_thread_id(thread_id)
     with open_agent(get_settings().data_dir, get_settings().database_url) as agent:
         if not any(record.thread_id == thread_id for record in thread_records(agent)):
-            errors.print(f"no thread {thread_id}", markup=False)
-            raise typer.Exit(1)
+            raise NotFound(f"no thread {thread_id}")
         if not yes and ask("Delete this thread? [y/N]: ") not in {"y", "yes"}:
             console.print("kept")
             return

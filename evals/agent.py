@@ -41,7 +41,8 @@ from langchain_core.messages import HumanMessage
 from langgraph.types import Command
 
 from agent.chat_models import OFFLINE
-from graph.checkpointed import durability_for, open_agent
+from graph.builder import durability_for
+from graph.checkpointed import open_agent
 from memora.api import Memora
 from memora.config import load_settings
 from memora.models import MemoryStatus

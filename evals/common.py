@@ -63,8 +63,7 @@ def scratch_memora(data_dir: Path | None = None, backend: str = "sqlite") -> Ite
             yield memora
         finally:
             if backend == "postgres":  # the scratch collection goes with the scratch database
-                memora.store.flush()
-                memora.store.vectors.drop()
+                memora.drop_vector_collection()
             memora.close()
 
 

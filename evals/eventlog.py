@@ -30,6 +30,7 @@ from typing import Any
 
 from evals.common import json_object_line
 from memora.api import Memora
+from memora.errors import InvalidInput
 from memora.models import MemorySource, MemoryStatus
 from memora.text.dates import resolve_relative_dates
 
@@ -40,7 +41,7 @@ _T0 = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
 _ACTOR = "eval-eventlog"
 
 
-class EventlogDataError(ValueError):
+class EventlogDataError(InvalidInput):
     """A line of the event-log data file is malformed (the message names the line)."""
 
 
@@ -84,13 +85,25 @@ def _parse_line(number: int, text: str) -> EventlogCase:
 
 
 def load_cases(path: Path) -> list[EventlogCase]:
-    """Read and check the cases; raises :class:`EventlogDataError` on the first bad line."""
+    """Read and check the cases.
+
+    Raises:
+        EventlogDataError: The file cannot be read as UTF-8 text, holds no cases, or a
+            line is malformed (the message names the file and the first bad line).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise EventlogDataError(f"{path}: cannot read ({error})") from None
     cases = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            cases.append(_parse_line(number, line))
+    try:
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                cases.append(_parse_line(number, line))
+    except EventlogDataError as error:
+        raise EventlogDataError(f"{path}: {error}") from None
     if not cases:
-        raise EventlogDataError("no cases")
+        raise EventlogDataError(f"{path}: no cases")
     return cases
 
 

@@ -15,7 +15,8 @@ from langchain_core.messages import HumanMessage
 from agent.chat_models import OFFLINE
 from evals.common import percentile_ms
 from evals.perf import build_users
-from graph.checkpointed import durability_for, open_agent
+from graph.builder import durability_for
+from graph.checkpointed import open_agent
 from memora.api import Memora
 from memora.config import load_settings
 from nodes.state import Context

@@ -28,6 +28,7 @@ from langchain_core.embeddings import Embeddings
 
 from evals.common import scratch_memora
 from memora.api import Memora
+from memora.errors import Unavailable
 from memora.models import MemorySource, MemoryStatus, MemoryType, MemoryUnit, ReconcileAction
 from memora.storage.store import new_memory_id
 
@@ -41,7 +42,7 @@ EMBEDDING_DIMS = 256
 _INSTALL_HINT = "pip install -e .[bench]"
 
 
-class PeerUnavailable(RuntimeError):
+class PeerUnavailable(Unavailable):
     """A peer cannot run here; the message says exactly why."""
 
 

@@ -141,19 +141,19 @@ def run_big_user(
         )
         if progress:
             progress(min(chunk + 5000, size), size)
-    memora.store.flush()
+    memora.flush()
     started = time.perf_counter()
     page = memora.list(BIG_USER, limit=100)
     first_page = time.perf_counter() - started
     with_writers_copy = cold_search(memora.settings.data_dir, BIG_USER, "my aunt's garden")
-    memora.store.local_vectors.drop(BIG_USER)
+    memora.drop_local_vector_copy(BIG_USER)
     without_copy = cold_search(memora.settings.data_dir, BIG_USER, "my sister's new job")
     with_copy = cold_search(memora.settings.data_dir, BIG_USER, "my brother's old car")
     memora.search(BIG_USER, "warm")
     other = Memora(memora.settings, embeddings=memora.embeddings)
     try:
         other.add(BIG_USER, "I started learning the bandoneon this winter")
-        other.store.flush()
+        other.flush()
     finally:
         other.close()
     started = time.perf_counter()

@@ -19,6 +19,7 @@ from typing import Any
 
 from evals.common import json_object_line
 from memora.config import get_settings
+from memora.errors import InvalidInput
 from memora.judgement import trained_judgement
 from memora.models import MemoryCandidate, RejectionReason
 from memora.write.policy import apply_memory_policy
@@ -31,7 +32,7 @@ REASONS: tuple[str, ...] = tuple(reason.value for reason in RejectionReason)
 _KEYS = ("user_message", "candidate", "should_store", "reason")
 
 
-class SelectionDataError(ValueError):
+class SelectionDataError(InvalidInput):
     """A line of the selection data file is malformed (the message names the line)."""
 
 
@@ -77,13 +78,15 @@ def load_selection(path: Path) -> list[SelectionItem]:
 
     Raises:
         SelectionDataError: a line is not a well-formed item (the message gives its number),
-            or the file cannot be decoded as UTF-8 or holds no items.
+            or the file cannot be read as UTF-8 text or holds no items.
     """
     items: list[SelectionItem] = []
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise SelectionDataError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    except OSError as error:
+        raise SelectionDataError(f"{path}: cannot read ({error})") from None
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             items.append(_parse_line(number, line))

@@ -18,8 +18,10 @@ from typing import Any
 
 from langgraph_sdk import Auth
 
+from graph.errors import http_refusal
 from memora.config import get_settings
-from memora.identity import VERIFIED_PERMISSION, InvalidToken, TokenVerifier
+from memora.errors import MemoraError
+from memora.identity import VERIFIED_PERMISSION, TokenVerifier
 
 logger = logging.getLogger("memora.auth")
 
@@ -44,8 +46,8 @@ async def authenticate(authorization: str | None) -> Auth.types.MinimalUserDict:
         return {"identity": LOCAL_IDENTITY, "permissions": []}
     try:
         user_id = await asyncio.to_thread(_verifier.user_id, authorization)
-    except InvalidToken as refusal:
-        raise Auth.exceptions.HTTPException(status_code=401, detail=str(refusal)) from None
+    except MemoraError as refusal:
+        raise http_refusal(refusal) from None
     return {"identity": user_id, "permissions": [VERIFIED_PERMISSION]}
 
 

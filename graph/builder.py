@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from langgraph.graph import START, StateGraph
+from langgraph.types import Command, Durability
 
 from memora.config import MAX_AGENT_STEPS_LIMIT
 from nodes.approve_forget import approve_forget
@@ -19,6 +20,17 @@ from nodes.state import Context, InputState, OutputState, State, StopReason
 
 RECURSION_LIMIT = 2 * MAX_AGENT_STEPS_LIMIT + 10
 """A hard backstop above any step limit: two super-steps per tool step plus the fixed path."""
+
+
+def durability_for(payload: Any) -> Durability:
+    """How a run saves its checkpoints, locally and on the server alike.
+
+    A new turn is saved once, when it ends or pauses for approval, so no
+    intermediate copy of the turn (with text the turn's end redacts) reaches
+    the disk, and a turn costs one write. A resume is saved after every step:
+    an approval must survive a crash that comes before its delete.
+    """
+    return "sync" if isinstance(payload, Command) else "exit"
 
 
 def route_after_context(state: State) -> Literal["call_model", "finish"]:

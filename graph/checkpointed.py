@@ -13,24 +13,12 @@ from typing import Any
 import psycopg
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.types import Command, Durability
 
 from graph.builder import RECURSION_LIMIT, builder
 from memora.storage.db import StoreError, describe_sqlite_error
 from memora.storage.postgres import describe_postgres_error
 
 CHECKPOINTS_FILE = "checkpoints.sqlite"
-
-
-def durability_for(payload: Any) -> Durability:
-    """How a local run saves its checkpoints.
-
-    A new turn is saved once, when it ends or pauses for approval, so no
-    intermediate copy of the turn (with text the turn's end redacts) reaches
-    the disk, and a turn costs one write. A resume is saved after every step:
-    an approval must survive a crash that comes before its delete.
-    """
-    return "sync" if isinstance(payload, Command) else "exit"
 
 
 class LatestOnlySqliteSaver(SqliteSaver):

@@ -14,7 +14,8 @@ from contextlib import asynccontextmanager
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-from memora.config import ConfigError, get_settings
+from memora.config import get_settings
+from memora.errors import ConfigurationError
 
 
 @asynccontextmanager
@@ -22,11 +23,13 @@ async def postgres_checkpointer() -> AsyncIterator[AsyncPostgresSaver]:
     """LangGraph's own Postgres checkpointer on ``MEMORA_DATABASE_URL``, tables created once.
 
     Raises:
-        ConfigError: ``MEMORA_DATABASE_URL`` is not set.
+        ConfigurationError: ``MEMORA_DATABASE_URL`` is not set.
     """
     url = get_settings().database_url
     if not url:
-        raise ConfigError("langgraph.postgres.json needs MEMORA_DATABASE_URL (a postgresql:// URL)")
+        raise ConfigurationError(
+            "langgraph.postgres.json needs MEMORA_DATABASE_URL (a postgresql:// URL)"
+        )
     async with AsyncPostgresSaver.from_conn_string(url) as saver:
         await saver.setup()
         yield saver

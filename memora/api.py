@@ -138,6 +138,21 @@ class Memora:
         if self.audit.db is not self.store.db:
             self.audit.db.close()
 
+    def flush(self) -> None:
+        """Wait until every queued vector write has reached Chroma."""
+        self.store.flush()
+
+    def drop_vector_collection(self) -> None:
+        """Delete the whole Chroma collection (a scratch deployment's, after its run)."""
+        self.store.flush()
+        self.store.vectors.drop()
+
+    def drop_local_vector_copy(self, user_id: str) -> None:
+        """Delete this process's on-disk copy of the user's vectors; the next search
+        reads them from Chroma again."""
+        validate_user_id(user_id)
+        self.store.local_vectors.drop(user_id)
+
     # -- write path ---------------------------------------------------------
 
     def add(
@@ -302,6 +317,13 @@ class Memora:
         validate_memory_id(memory_id)
         return self.store.get(user_id, memory_id)
 
+    def preview(self, user_id: str, memory_id: str) -> str | None:
+        """A short preview of one memory of this user (what an approval prompt shows),
+        or None for an unknown or foreign id."""
+        validate_user_id(user_id)
+        validate_memory_id(memory_id)
+        return self.store.get_preview(user_id, memory_id)
+
     def list(
         self,
         user_id: str,
@@ -340,7 +362,7 @@ class Memora:
         if deleted:
             self.audit.redact_reads_of(user_id, deleted)
             self.audit.record(user_id, "delete", "deleted", memory_ids=deleted, source=actor)
-            self.store.rows.scrub()
+            self.store.scrub()
             self.audit.scrub()
         return deleted
 
@@ -359,7 +381,7 @@ class Memora:
             profile_fields=self.profile.erase(user_id),
             audit_entries=self.audit.erase(user_id),
         )
-        self.store.rows.scrub()
+        self.store.scrub()
         self.profile.scrub()
         self.audit.scrub()
         return report
@@ -393,20 +415,23 @@ class Memora:
         return self.store.list(user_id, review_only=True)
 
     def resolve_review(self, user_id: str, memory_id: str, accept: bool) -> bool:
-        """Accept (supersede what it conflicted with) or reject (delete) a flagged memory."""
+        """Accept or reject a flagged memory; returns False for an unknown or foreign id.
+
+        Accepting supersedes what it conflicted with, exactly as the write path
+        supersedes (the memory records what it replaced, history is kept);
+        rejecting deletes it.
+        """
+        validate_user_id(user_id)
+        validate_memory_id(memory_id)
         unit = self.store.get(user_id, memory_id)
         if unit is None:
             return False
-        if accept:
-            targets = [t for t in unit.metadata.get("review_targets", []) if t != memory_id]
-            for target in targets:
-                self.store.update(
-                    user_id, target, status=MemoryStatus.SUPERSEDED, superseded_by=memory_id
-                )
-            self.store.mark_review(user_id, memory_id, False)
-            self.audit.record(user_id, "review", "accepted", memory_ids=[memory_id, *targets])
-        else:
+        if not accept:
             self.forget(user_id, memory_id, actor="review")
+            return True
+        targets = unit.metadata.get("review_targets", [])
+        superseded = self.store.supersede_with_stored(user_id, targets, memory_id) or []
+        self.audit.record(user_id, "review", "accepted", memory_ids=[memory_id, *superseded])
         return True
 
     # -- lifecycle ------------------------------------------------------------
@@ -428,6 +453,19 @@ class Memora:
         """The user's confirmed profile."""
         validate_user_id(user_id)
         return self.profile.get(user_id)
+
+    def set_profile(self, user_id: str, key: str, value: str) -> None:
+        """Set one confirmed profile field.
+
+        Raises:
+            InvalidInput: The user id, key or value is empty, too long or not valid UTF-8.
+        """
+        self.profile.set(user_id, key, value)
+
+    def unset_profile(self, user_id: str, key: str) -> bool:
+        """Remove one profile field; returns whether it was set."""
+        validate_user_id(user_id)
+        return self.profile.unset(user_id, key)
 
     # -- export, import, reindex -------------------------------------------------
 
@@ -475,7 +513,7 @@ class Memora:
             if unit.status is MemoryStatus.ACTIVE:
                 active_texts.add(unit.content)
             fresh.append(unit)
-        fresh = renumber(fresh, self.store.rows.foreign_ids(user_id, [u.id for u in fresh]))
+        fresh = renumber(fresh, self.store.foreign_ids(user_id, [u.id for u in fresh]))
         self.ingest(fresh)
         report.imported = len(fresh)
         if fresh:

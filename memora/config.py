@@ -9,14 +9,12 @@ from typing import Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memora.errors import ConfigurationError
+
 MAX_AGENT_STEPS_LIMIT = 20
 """The highest step limit a setting or a run may ask for."""
 MIN_AUTH_SECRET_BYTES = 32
 """RFC 7518 asks for an HS256 key at least as long as the hash (256 bits)."""
-
-
-class ConfigError(ValueError):
-    """A setting has an invalid value; the message names the setting."""
 
 
 class Settings(BaseSettings):
@@ -116,13 +114,13 @@ class Settings(BaseSettings):
 
 
 def load_settings(**overrides: object) -> Settings:
-    """Build settings, turning validation failures into one clear ``ConfigError``.
+    """Build settings, turning validation failures into one clear ``ConfigurationError``.
 
     Args:
         **overrides: Field values that take precedence over the environment.
 
     Raises:
-        ConfigError: A value is invalid; the message names the setting.
+        ConfigurationError: A value is invalid; the message names the setting.
     """
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
@@ -131,7 +129,7 @@ def load_settings(**overrides: object) -> Settings:
         for item in error.errors():
             name = ".".join(str(part) for part in item["loc"]) or "settings"
             problems.append(f"MEMORA_{name.upper()}: {item['msg']}")
-        raise ConfigError("invalid setting: " + "; ".join(problems)) from None
+        raise ConfigurationError("invalid setting: " + "; ".join(problems)) from None
 
 
 @lru_cache(maxsize=1)

@@ -13,6 +13,7 @@ from typing import Any
 import jwt
 
 from memora.config import Settings
+from memora.errors import InvalidToken
 
 VERIFIED_PERMISSION = "memora:verified-token"
 """The permission the server gives an identity a token proved; the graph trusts only these."""
@@ -20,10 +21,6 @@ HMAC_ALGORITHMS = ["HS256"]
 JWKS_ALGORITHMS = ["RS256", "ES256"]
 MAX_TOKEN_CHARS = 8192
 """Longer headers are refused before any decoding work."""
-
-
-class InvalidToken(ValueError):
-    """A bearer token that does not prove who sent it; the message is the one-line reason."""
 
 
 class TokenVerifier:

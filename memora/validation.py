@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from memora.errors import InvalidInput
 from memora.limits import (
     MAX_MEMORY_CHARS,
     MAX_MEMORY_ID_CHARS,
@@ -38,10 +39,6 @@ __all__ = [
 ]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-class InvalidInput(ValueError):
-    """An input refused before any work; the message is one line and quotes none of it."""
 
 
 def has_surrogates(value: str) -> bool:

@@ -10,15 +10,16 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
+from agent.messages import text_of
 from agent.prompts import MESSAGE_CUT_NOTE, MESSAGE_CUT_REPLY, model_background
 from agent.spotlight import DataFrame
 from nodes.common import (
     current_turn_start,
+    is_foreign,
     library,
     requested_calls,
     resolve_user_id,
     step_limit,
-    text_of,
 )
 from nodes.state import Context, State, fresh_turn
 
@@ -92,7 +93,7 @@ def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     start = current_turn_start(state.messages)
     current = state.messages[start:]
     user_id = resolve_user_id(runtime, get_config())
-    if state.owner_user_id and state.owner_user_id != user_id:
+    if is_foreign(state, user_id):
         # The server saved this run's input before any node ran: take it back out of
         # the owner's transcript, then let finish fail the run.
         return {

@@ -9,6 +9,7 @@ from langchain_core.messages import AIMessage, AnyMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from agent.chat_models import get_chat_model
+from agent.messages import text_of
 from agent.prompts import model_background
 from agent.tools import tool_schemas
 from nodes.common import (
@@ -19,7 +20,6 @@ from nodes.common import (
     requested_calls,
     run_context,
     step_limit,
-    text_of,
 )
 from nodes.state import Context, State, StopReason, stopped
 

@@ -6,8 +6,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from agent.messages import text_of
 from memora.models import MemorySource
-from nodes.common import current_thread_id, last_ai_message, library, owned_user_id, text_of
+from nodes.common import current_thread_id, last_ai_message, library, owned_user_id
 from nodes.state import Context, State
 
 

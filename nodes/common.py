@@ -13,19 +13,12 @@ from langgraph.runtime import Runtime
 from agent.spotlight import DataFrame
 from memora.api import Memora, shared_memora
 from memora.config import Settings, get_settings
+from memora.errors import IdentityMismatchError, ThreadOwnershipError
 from memora.identity import VERIFIED_PERMISSION
 from memora.validation import validate_user_id
 from nodes.state import Context, State
 
 DEFAULT_USER = "default"
-
-
-class ThreadOwnershipError(PermissionError):
-    """A run or resume came from a user other than the thread's owner."""
-
-
-class IdentityMismatchError(PermissionError):
-    """A client claimed a user id other than the one its token proves."""
 
 
 def authenticated_user_id(
@@ -75,13 +68,23 @@ def resolve_user_id(runtime: Runtime[Context] | None, config: RunnableConfig | N
     return validate_user_id(verified)
 
 
+def is_foreign(state: State, user_id: str) -> bool:
+    """Whether ``user_id`` is someone other than the thread's owner (a new thread has none)."""
+    return bool(state.owner_user_id) and state.owner_user_id != user_id
+
+
+def ownership_error(user_id: str) -> ThreadOwnershipError:
+    """The refusal of a run by ``user_id`` on a thread they do not own."""
+    return ThreadOwnershipError(
+        f"this thread belongs to another user; user {user_id!r} cannot use it"
+    )
+
+
 def owned_user_id(state: State, runtime: Runtime[Context] | None) -> str:
     """The current user, refusing anyone but the thread's owner."""
     user_id = resolve_user_id(runtime, get_config())
-    if state.owner_user_id and state.owner_user_id != user_id:
-        raise ThreadOwnershipError(
-            f"this thread belongs to another user; user {user_id!r} cannot continue it"
-        )
+    if is_foreign(state, user_id):
+        raise ownership_error(user_id)
     return user_id
 
 
@@ -104,8 +107,7 @@ def run_context(runtime: Runtime[Context] | None) -> Context:
 
 def library(runtime: Runtime[Context] | None) -> Memora:
     """The run's memory library: the one a local caller passed, else the process-wide one."""
-    memora = run_context(runtime).memora
-    return memora if isinstance(memora, Memora) else shared_memora(get_settings())
+    return run_context(runtime).memora or shared_memora(get_settings())
 
 
 def settings(runtime: Runtime[Context] | None) -> Settings:
@@ -159,13 +161,3 @@ def requested_calls(message: AIMessage | None) -> list[dict[str, Any]]:
         for bad in message.invalid_tool_calls
     ]
     return calls
-
-
-def text_of(message: AnyMessage) -> str:
-    """A message's text content, whatever its content shape."""
-    content: Any = message.content
-    if isinstance(content, str):
-        return content
-    return "".join(
-        part.get("text", "") if isinstance(part, dict) else str(part) for part in content
-    )

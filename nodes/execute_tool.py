@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 from langgraph.runtime import Runtime
 
+from agent.messages import text_of
 from agent.prompts import ONE_TOOL_OBSERVATION
 from agent.tools import ToolContext, dispatch
 from memora.models import utcnow
@@ -21,7 +22,6 @@ from nodes.common import (
     owned_user_id,
     requested_calls,
     run_context,
-    text_of,
 )
 from nodes.state import Context, State, StopReason, stopped, to_checkpoint
 

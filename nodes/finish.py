@@ -15,7 +15,7 @@ from agent.prompts import (
     STEP_LIMIT_OBSERVATION,
     TOOL_ERROR_REPLY,
 )
-from nodes.common import ThreadOwnershipError, last_ai_message, requested_calls, step_limit
+from nodes.common import last_ai_message, ownership_error, requested_calls, step_limit
 from nodes.state import Context, State, StopReason
 
 
@@ -52,9 +52,7 @@ def _failure_reply(reply: str) -> dict[str, Any]:
 def finish(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Render the reply for the stop reason ``call_model`` or ``execute_tool`` set."""
     if state.refused_user_id:
-        raise ThreadOwnershipError(
-            f"this thread belongs to another user; user {state.refused_user_id!r} cannot use it"
-        )
+        raise ownership_error(state.refused_user_id)
     update = _render(state, runtime)
     if state.cut_note:
         update["reply"] = f"{update['reply']}\n\n{state.cut_note}"

@@ -22,6 +22,7 @@ from agent.pending_actions import (
     as_pending_actions,
     to_checkpoint,
 )
+from memora.api import Memora
 from memora.config import MAX_AGENT_STEPS_LIMIT
 
 __all__ = [
@@ -64,7 +65,7 @@ class Context:
     """Most memories one search returns (None: the policy's; a run can only lower it)."""
     retrieval_min_score: float | None = None
     """Lowest relevance a memory needs (None: the policy's; a run can only raise it)."""
-    memora: Any = None
+    memora: Memora | None = None
     """The memory library for a local run (CLI, demo, evals); None: the process-wide one.
     A server's client cannot set it: JSON never decodes to a library."""
 

@@ -4,31 +4,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
-from typing import Any
 
-from memora.recall.lexical import HAN_CHARS
+from memora.text.folding import count_han, to_simplified, to_traditional
 
 # --------------------------------------------------------------------------- text helpers
 
-_CJK_RE = re.compile(f"[{HAN_CHARS}]")
 PUNCT = " \t\r\n,，.。:：;；!！?？、~～…\"'“”「」『』"
-
-
-@cache
-def _t2s() -> Any:
-    """The OpenCC Traditional-to-Simplified converter, created once on first use."""
-    import opencc
-
-    return opencc.OpenCC("t2s")
 
 
 def _normalise(text: str) -> str:
     """Simplified Chinese, lower case, straight apostrophes: the form rules match on."""
     text = text.replace("\u2019", "'").replace("\u2018", "'")
-    if _CJK_RE.search(text):
-        text = _t2s().convert(text)
-    return text.lower()
+    return to_simplified(text).lower()
 
 
 @dataclass(frozen=True)
@@ -120,25 +107,17 @@ class Lang:
         Returns:
             The language to reply in.
         """
-        cjk = len(_CJK_RE.findall(text))
+        cjk = count_han(text)
         words = len(re.findall(r"[A-Za-z]+", text))
         if not cjk or cjk < words:
             return cls(chinese=False)
         # Traditional if converting to Simplified changes it; Simplified if converting to
         # Traditional does; text that reads the same in both is answered in Traditional.
-        simplified = _t2s().convert(text) == text and _s2t().convert(text) != text
+        simplified = to_simplified(text) == text and to_traditional(text) != text
         return cls(chinese=True, traditional=not simplified)
 
     def say(self, english: str, chinese: str) -> str:
         """Pick the text for this language; ``chinese`` is written in Traditional."""
         if not self.chinese:
             return english
-        return chinese if self.traditional else _t2s().convert(chinese)
-
-
-@cache
-def _s2t() -> Any:
-    """The OpenCC Simplified-to-Traditional converter, created once on first use."""
-    import opencc
-
-    return opencc.OpenCC("s2t")
+        return chinese if self.traditional else to_simplified(chinese)

@@ -20,10 +20,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from memora.text.folding import HAN_CHARS, STOPWORDS, content_words
+from memora.text.folding import STOPWORDS, content_words
 from memora.text.folding import index_terms as tokenize
 
-__all__ = ["HAN_CHARS", "STOPWORDS", "BM25Index", "content_words", "tokenize"]
+__all__ = ["STOPWORDS", "BM25Index", "content_words", "tokenize"]
 
 
 class BM25Index:

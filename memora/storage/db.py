@@ -9,13 +9,15 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
+from memora.errors import EmbeddingMismatchError, StoreError
 
-class StoreError(RuntimeError):
-    """The memory store cannot be used (locked, corrupt, unwritable, mismatched)."""
-
-
-class EmbeddingMismatchError(StoreError):
-    """The collection was built with another embedding model or dimension."""
+__all__ = [
+    "Database",
+    "EmbeddingMismatchError",
+    "SqlDatabase",
+    "StoreError",
+    "describe_sqlite_error",
+]
 
 
 def describe_sqlite_error(path: Path, error: sqlite3.Error) -> str:

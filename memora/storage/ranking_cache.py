@@ -13,7 +13,7 @@ items.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 
 import numpy as np
@@ -108,6 +108,15 @@ class UserIndex:
             self.lexical.slot_of(r.id) if r.is_active else -1 for r in records
         ]
         self._set_fields(slice(start, end), records)
+
+    def mark_used(self, memory_ids: Iterable[str], at: datetime) -> None:
+        """Record one more access at ``at`` to each of these memories it holds."""
+        stamp = at.timestamp()
+        for memory_id in memory_ids:
+            record = self.records.get(memory_id)
+            if record is not None:
+                self.records[memory_id] = record.used_at(at)
+                self.last_used_at[self.row_of[memory_id]] = stamp
 
     def replace(self, unit: MemoryUnit) -> None:
         """Record a memory's current fields (status, expiry, importance, access)."""

@@ -18,6 +18,7 @@ a row really removes its text, and ``memora.storage.rows_postgres`` on a shared 
 from __future__ import annotations
 
 import builtins
+import copy
 import json
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -147,6 +148,10 @@ COLUMNS = (
 SELECT = f"SELECT {', '.join(COLUMNS)} FROM memories"
 
 
+_LAST_ACCESSED_AT = COLUMNS.index("last_accessed_at")
+_ACCESS_COUNT = COLUMNS.index("access_count")
+
+
 def _epoch(value: Any) -> float | None:
     """A stored timestamp (ISO text, or a datetime from a driver) as epoch seconds."""
     if value is None:
@@ -210,6 +215,25 @@ class IndexRow:
         row.last_used_at = (
             unit.last_accessed_at.timestamp() if unit.last_accessed_at else row.created_at
         )
+        return row
+
+    def used_at(self, at: datetime) -> IndexRow:
+        """This row after one more access at ``at``.
+
+        Patched from what the row holds: stored values stay values (no unit is built
+        for it), and a unit already built is copied with the two fields changed.
+        """
+        row = copy.copy(self)
+        row.last_used_at = at.timestamp()
+        if self._values is not None:
+            values = list(self._values)
+            values[_LAST_ACCESSED_AT] = at.isoformat()
+            values[_ACCESS_COUNT] = int(values[_ACCESS_COUNT]) + 1
+            row._values = tuple(values)
+        if self._unit is not None:
+            row._unit = self._unit.model_copy(
+                update={"last_accessed_at": at, "access_count": self._unit.access_count + 1}
+            )
         return row
 
     def unit(self) -> MemoryUnit:

@@ -52,6 +52,17 @@ __all__ = [
 ]
 
 
+def _superseded_by(olds: Sequence[MemoryUnit], new_id: str) -> list[MemoryUnit]:
+    """The old memories marked superseded by ``new_id``, history kept."""
+    now = utcnow()
+    return [
+        old.model_copy(
+            update={"status": MemoryStatus.SUPERSEDED, "superseded_by": new_id, "updated_at": now}
+        )
+        for old in olds
+    ]
+
+
 def new_memory_id() -> str:
     """Return a fresh memory id."""
     return uuid.uuid4().hex
@@ -205,24 +216,42 @@ class LongTermMemoryStore:
             The ids that were superseded (unknown or foreign ids are ignored).
         """
         with self._lock:
-            olds = [m for m in (self.get(user_id, i) for i in old_ids) if m is not None]
+            olds = self._others(user_id, old_ids, new_unit.id)
             if olds:
                 new_unit.supersedes = olds[0].id
             self.add([new_unit], np.asarray([vector]))
-            now = utcnow()
-            changed = [
-                old.model_copy(
-                    update={
-                        "status": MemoryStatus.SUPERSEDED,
-                        "superseded_by": new_unit.id,
-                        "updated_at": now,
-                    }
-                )
-                for old in olds
-            ]
-            if changed:
-                self._rewrite(user_id, changed)
+            if olds:
+                self._rewrite(user_id, _superseded_by(olds, new_unit.id))
             return [old.id for old in olds]
+
+    def supersede_with_stored(
+        self, user_id: str, old_ids: Iterable[str], memory_id: str
+    ) -> list[str] | None:
+        """Let a stored memory supersede the old ones, as :meth:`supersede` does for a new
+        one, and clear its review flag (a person settled the conflict).
+
+        Returns:
+            The ids that were superseded, or None when ``memory_id`` is unknown or foreign.
+        """
+        with self._lock:
+            unit = self.get(user_id, memory_id)
+            if unit is None:
+                return None
+            olds = self._others(user_id, old_ids, memory_id)
+            settled = unit.model_copy(
+                update={
+                    "supersedes": olds[0].id if olds else unit.supersedes,
+                    "needs_review": False,
+                    "updated_at": utcnow(),
+                }
+            )
+            self._rewrite(user_id, [settled, *_superseded_by(olds, memory_id)])
+            return [old.id for old in olds]
+
+    def _others(self, user_id: str, old_ids: Iterable[str], new_id: str) -> list[MemoryUnit]:
+        """The user's memories among ``old_ids``, other than ``new_id``, in the given order."""
+        found = (self.get(user_id, i) for i in dict.fromkeys(old_ids) if i != new_id)
+        return [old for old in found if old is not None]
 
     def touch(self, user_id: str, memory_ids: Iterable[str]) -> int:
         """Record an access to memories the agent used; returns how many were updated."""
@@ -232,16 +261,9 @@ class LongTermMemoryStore:
         now = utcnow()
         with self._lock:
             touched, bump = self.rows.touch(user_id, ids, now)
-        index = self._cache.after_write(user_id, bump)
-        if index is not None:
-            for memory_id in ids:
-                unit = index.units.get(memory_id)
-                if unit is not None:
-                    index.replace(
-                        unit.model_copy(
-                            update={"last_accessed_at": now, "access_count": unit.access_count + 1}
-                        )
-                    )
+            index = self._cache.after_write(user_id, bump)
+            if index is not None:
+                index.mark_used(ids, now)
         return touched
 
     def delete(self, user_id: str, memory_id: str) -> list[str]:
@@ -301,6 +323,14 @@ class LongTermMemoryStore:
     def get(self, user_id: str, memory_id: str) -> MemoryUnit | None:
         """One memory of this user, or None for an unknown or foreign id."""
         return self.rows.get(user_id, memory_id)
+
+    def foreign_ids(self, user_id: str, memory_ids: Sequence[str]) -> set[str]:
+        """Which of these ids a memory or tombstone of another user holds (for imports)."""
+        return self.rows.foreign_ids(user_id, memory_ids)
+
+    def scrub(self) -> bool:
+        """Make deleted rows unreadable from storage (see ``SqlDatabase.reclaim``)."""
+        return self.rows.scrub()
 
     def get_preview(
         self, user_id: str, memory_id: str, max_chars: int = PREVIEW_CHARS

@@ -15,6 +15,8 @@ from datetime import date, datetime, timedelta
 
 from dateutil.relativedelta import relativedelta
 
+from memora.text.folding import has_han
+
 _MONTHS = [
     "january",
     "february",
@@ -157,10 +159,6 @@ def _in_span(match: re.Match[str], now: date) -> str:
     return str(now.year + amount)
 
 
-def _is_cjk(phrase: str) -> bool:
-    return any("\u4e00" <= char <= "\u9fff" for char in phrase)
-
-
 def resolve_relative_dates(text: str, said_at: datetime) -> tuple[str, list[ResolvedDate]]:
     """Annotate relative date phrases in ``text`` with the dates they meant.
 
@@ -185,7 +183,7 @@ def resolve_relative_dates(text: str, said_at: datetime) -> tuple[str, list[Reso
     for _start, end, resolved in taken:
         pieces.append(text[cursor:end])
         pieces.append(
-            f"（{resolved.value}）" if _is_cjk(resolved.phrase) else f" ({resolved.value})"
+            f"（{resolved.value}）" if has_han(resolved.phrase) else f" ({resolved.value})"
         )
         cursor = end
     pieces.append(text[cursor:])

@@ -24,8 +24,10 @@ import snowballstemmer
 __all__ = [
     "CJK_CLASS",
     "HAN_CHARS",
+    "HAN_RE",
     "STOPWORDS",
     "content_words",
+    "count_han",
     "fold",
     "has_han",
     "index_terms",
@@ -33,13 +35,15 @@ __all__ = [
     "stem",
     "strip_invisible",
     "to_simplified",
+    "to_traditional",
 ]
 
 HAN_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 """Han ideographs (extension A, unified, compatibility), for regex character classes."""
 CJK_CLASS = HAN_CHARS + "\u3040-\u30ff"
 """Han plus kana, so Japanese is bigrammed like Chinese."""
-_HAN_RE = re.compile(f"[{HAN_CHARS}]")
+HAN_RE = re.compile(f"[{HAN_CHARS}]")
+"""One Han ideograph; the one compiled pattern every module tests Chinese text with."""
 _CJK_RE = re.compile(f"[{CJK_CLASS}]")
 _TOKEN_RE = re.compile(rf"[{CJK_CLASS}]+|[^\W_{CJK_CLASS}]+(?:'[^\W_{CJK_CLASS}]+)*")
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'"})
@@ -57,20 +61,31 @@ STOPWORDS: frozenset[str] = load_word_list(_DATA_DIR / "stopwords_en.txt")
 
 
 @cache
-def _t2s() -> Any:
+def _opencc(config: str) -> Any:
+    """An OpenCC converter (``t2s`` or ``s2t``), created once on first use."""
     import opencc
 
-    return opencc.OpenCC("t2s")
+    return opencc.OpenCC(config)
 
 
 def has_han(text: str) -> bool:
     """Whether ``text`` holds at least one Han ideograph."""
-    return bool(_HAN_RE.search(text))
+    return bool(HAN_RE.search(text))
+
+
+def count_han(text: str) -> int:
+    """How many Han ideographs ``text`` holds."""
+    return len(HAN_RE.findall(text))
 
 
 def to_simplified(text: str) -> str:
     """``text`` with Traditional Chinese folded to Simplified (unchanged without Han)."""
-    return str(_t2s().convert(text)) if has_han(text) else text
+    return str(_opencc("t2s").convert(text)) if has_han(text) else text
+
+
+def to_traditional(text: str) -> str:
+    """``text`` with Simplified Chinese written in Traditional (unchanged without Han)."""
+    return str(_opencc("s2t").convert(text)) if has_han(text) else text
 
 
 def fold(text: str) -> str:

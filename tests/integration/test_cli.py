@@ -387,6 +387,8 @@ def test_review_accept_and_reject_then_consolidate(data_dir: Path) -> None:
     assert items["old1"]["status"] == "superseded"
     assert items["old1"]["superseded_by"] == "new1"
     assert items["new1"]["status"] == "active"
+    assert items["new1"]["supersedes"] == "old1"  # linked as the write path links an update
+    assert items["new1"]["needs_review"] is False
     assert items["old2"]["status"] == "active"
 
     consolidated = {item["id"]: item for item in json.loads(ok(theirs))}

@@ -49,6 +49,6 @@ def test_three_processes_times_a_hundred_adds_lose_nothing(
     stored = {unit.id for unit in memora.list("alice")}
     assert written <= stored
     memora.search("alice", "violin")
-    memora.store.flush()
+    memora.flush()
     assert set(memora.store.vectors.ids_of("alice")) == stored
     memora.close()

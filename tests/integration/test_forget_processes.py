@@ -66,7 +66,7 @@ def test_three_processes_never_write_a_forgotten_memorys_vector(
     assert strays == set()
     assert memora.store.rows.vector_keys("alice", sorted(forgotten)) == {}
     memora.search("alice", "box")
-    memora.store.flush()
+    memora.flush()
     assert set(memora.store.vectors.ids_of("alice")) == live
     memora.close()
 
@@ -93,6 +93,6 @@ def test_a_kill_during_forget_leaves_no_vector_behind(tmp_path: Path, backend: B
         # Whatever the kill left in Chroma can no longer be unsealed: its key went with the row.
         assert memora.store.rows.vector_keys("alice", sorted(strays)) == {}
         memora.search("alice", "note")  # loading the user sweeps the strays
-        memora.store.flush()
+        memora.flush()
         assert set(memora.store.vectors.ids_of("alice")) == live
         memora.close()

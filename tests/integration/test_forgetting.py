@@ -68,7 +68,7 @@ def _forget_and_scan(memora: Memora, root: Path) -> None:
     outcome = memora.add("alice", SECRET_FACT)
     memory_id = outcome.memory_id or ""
     embedding = memora.embeddings.embed_array([SECRET_FACT])[0]
-    memora.store.flush()
+    memora.flush()
     key = memora.store.rows.vector_keys("alice", [memory_id])[memory_id]
     sealed = memora.store.vectors.get([memory_id])[memory_id]
     assert np.allclose(unseal(sealed[None, :], [key])[0], embedding, atol=1e-4)
@@ -76,7 +76,7 @@ def _forget_and_scan(memora: Memora, root: Path) -> None:
     assert files_containing(root, fingerprints) == [], "a plain embedding reached the disk"
     # A second library loads the user, leaving a local copy of the sealed vectors that
     # holds this memory's (an older copy would be kept while it is 95% complete).
-    memora.store.local_vectors.drop("alice")
+    memora.drop_local_vector_copy("alice")
     other = Memora(memora.settings, embeddings=memora.embeddings)
     other.search("alice", "tea")
     other.close()
@@ -89,7 +89,7 @@ def _forget_and_scan(memora: Memora, root: Path) -> None:
     assert files_containing(root, [key]) == []
     assert files_containing(root, fingerprints) == []
     # Chroma may keep the sealed vector (noise once the key is gone); the local cache may not.
-    memora.store.flush()  # the copy is rewritten without the entry once searches pause
+    memora.flush()  # the copy is rewritten without the entry once searches pause
     sealed_copies = files_containing(root, [sealed.tobytes()])
     assert [path for path in sealed_copies if "vector_cache" in path] == []
     hits = memora.search("alice", "Who lives in Taichung?")
@@ -147,7 +147,7 @@ def test_vectors_written_before_sealing_are_sealed_on_load(
     root = tmp_path / "data"
     memora = Memora(load_settings(data_dir=root))
     ids = [memora.add("alice", fact).memory_id or "" for fact in FACTS[:legacy_count]]
-    memora.store.flush()
+    memora.flush()
     plain = memora.embeddings.embed_array(FACTS[:legacy_count])
     # A store from before sealing: plain vectors in Chroma, no keys in the rows.
     memora.store.vectors.upsert(memora.list("alice"), plain)
@@ -157,7 +157,7 @@ def test_vectors_written_before_sealing_are_sealed_on_load(
     reopened = Memora(load_settings(data_dir=root))
     hits = reopened.search("alice", FACTS[0])
     assert hits[0].memory.id == ids[0] and hits[0].semantic_similarity > 0.95
-    reopened.store.flush()
+    reopened.flush()
     keys = reopened.store.rows.vector_keys("alice", ids)
     assert set(keys) == set(ids)
     stored = reopened.store.vectors.get(ids)
@@ -184,7 +184,7 @@ def test_nothing_of_a_forgotten_memory_stays_in_postgres_tables_or_heap(
     outcome = memora.add("alice", SECRET_FACT)
     memory_id = outcome.memory_id or ""
     _bulk(memora, "bob", 300)  # rows after it, so its page is not simply cut off the table
-    memora.store.flush()
+    memora.flush()
     key = memora.store.rows.vector_keys("alice", [memory_id])[memory_id]
     with psycopg.connect(services.database_url, autocommit=True) as conn:
         conn.execute("CHECKPOINT")

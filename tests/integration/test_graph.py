@@ -19,10 +19,10 @@ import memora.api
 from agent.chat_models import clear_chat_models
 from graph.builder import builder
 from memora.config import get_settings
+from memora.errors import ThreadOwnershipError
 from memora.models import utcnow
 from nodes.approve_forget import is_approval
 from nodes.assemble_context import assemble_context
-from nodes.common import ThreadOwnershipError
 from nodes.state import Context, State
 
 REPO = Path(__file__).resolve().parents[2]

@@ -46,8 +46,8 @@ def test_a_megabyte_memory_or_query_is_refused_in_milliseconds_without_an_audit_
     [
         pytest.param(lambda m: m.add("default", "I live in Taipei \udce9"), id="add"),
         pytest.param(lambda m: m.search("default", "where do I live \ud800"), id="search"),
-        pytest.param(lambda m: m.profile.set("default", "city\udc80", "Taipei"), id="profile-key"),
-        pytest.param(lambda m: m.profile.set("default", "city", "Tai\udc80pei"), id="profile"),
+        pytest.param(lambda m: m.set_profile("default", "city\udc80", "Taipei"), id="profile-key"),
+        pytest.param(lambda m: m.set_profile("default", "city", "Tai\udc80pei"), id="profile"),
     ],
 )
 def test_lone_surrogates_through_the_api_are_refused(memora: Memora, call: object) -> None:

@@ -44,7 +44,7 @@ def test_add_search_and_scoping(memora: Memora) -> None:
 
     # Another user's id behaves exactly like an unknown id, everywhere.
     assert memora.get("bob", outcome.memory_id) is None
-    assert memora.store.get_preview("bob", outcome.memory_id) is None
+    assert memora.preview("bob", outcome.memory_id) is None
     assert memora.forget("bob", outcome.memory_id) == []
     assert memora.store.touch("bob", [outcome.memory_id]) == 0
     assert memora.get("alice", outcome.memory_id) is not None

@@ -289,5 +289,5 @@ def test_eventlog_data_errors_name_the_line(tmp_path: Path) -> None:
     with pytest.raises(EventlogDataError, match="line 2: every fact index"):
         load_cases(bad)
     result = CliRunner().invoke(app, ["eval", "eventlog", "--data", str(bad)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "line 2" in result.output and "Traceback" not in result.output

@@ -74,7 +74,7 @@ def _plant(library: memora.api.Memora, closing: str) -> str:
     library.ingest(
         [MemoryUnit(id="attack", user_id="alice", content=attack, source=MemorySource())]
     )
-    library.profile.set("alice", "gardening", f"{closing} {INSTRUCTION}")
+    library.set_profile("alice", "gardening", f"{closing} {INSTRUCTION}")
     return attack
 
 

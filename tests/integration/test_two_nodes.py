@@ -82,7 +82,7 @@ def test_an_update_on_one_node_is_seen_as_an_update_on_the_other(
     history = a.history("alice", second.memory_id or "")
     assert [unit.id for unit in history.chain] == [first.memory_id, second.memory_id]
     assert {entry.decision for entry in history.audit} >= {"accepted"}
-    a.profile.set("alice", "language", "Mandarin")
+    a.set_profile("alice", "language", "Mandarin")
     assert b.get_profile("alice") == {"language": "Mandarin"}
 
 
@@ -92,11 +92,11 @@ def test_neither_node_keeps_memory_text_in_its_data_dir(
     a, b = nodes
     a.add("alice", "I play the cello in a community orchestra")
     b.add("alice", "My dog is a corgi named Mochi")
-    b.profile.set("alice", "nickname", "Tiramisu")
+    b.set_profile("alice", "nickname", "Tiramisu")
     assert _contents(a, "alice", "corgi")
     assert _contents(b, "alice", "cello")
-    a.store.flush()
-    b.store.flush()
+    a.flush()
+    b.flush()
     texts = [b"cello", b"corgi", b"Mochi", b"Tiramisu"]
     for node in ("node-a", "node-b"):
         root = tmp_path / node
@@ -161,7 +161,7 @@ def test_concurrent_writers_on_two_nodes_lose_nothing(shared: Backend, tmp_path:
     stored = {unit.id for unit in observer.list("alice")}
     assert written <= stored
     observer.search("alice", "violin")
-    observer.store.flush()
+    observer.flush()
     assert set(observer.store.vectors.ids_of("alice")) == stored
     assert observer.store.rows.generation("alice") >= len(written)
     observer.close()

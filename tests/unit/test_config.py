@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from memora.config import ConfigError, load_settings
+from memora.config import load_settings
+from memora.errors import ConfigurationError
 
 
 def test_defaults_and_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -32,7 +33,7 @@ def test_invalid_value_names_the_setting(
     monkeypatch: pytest.MonkeyPatch, name: str, value: str
 ) -> None:
     monkeypatch.setenv(name, value)
-    with pytest.raises(ConfigError, match=name):
+    with pytest.raises(ConfigurationError, match=name):
         load_settings()
 
 
@@ -40,5 +41,5 @@ def test_database_url_must_be_postgres() -> None:
     assert load_settings(database_url="").database_url is None
     url = "postgresql://memora@db:5432/memora"
     assert load_settings(database_url=url).database_url == url
-    with pytest.raises(ConfigError, match="MEMORA_DATABASE_URL: .*postgresql://"):
+    with pytest.raises(ConfigurationError, match="MEMORA_DATABASE_URL: .*postgresql://"):
         load_settings(database_url="mysql://db/memora")

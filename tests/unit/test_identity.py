@@ -8,7 +8,8 @@ from typing import Any
 import jwt
 import pytest
 
-from memora.config import ConfigError, load_settings
+from memora.config import load_settings
+from memora.errors import ConfigurationError
 from memora.identity import InvalidToken, TokenVerifier
 
 SECRET = "unit-test-secret-that-is-long-enough-0123"
@@ -71,6 +72,6 @@ def test_an_oversized_header_is_refused_before_decoding() -> None:
 
 
 def test_a_short_secret_is_a_config_error_naming_the_setting() -> None:
-    with pytest.raises(ConfigError, match="MEMORA_AUTH_SECRET.*32 bytes") as refused:
+    with pytest.raises(ConfigurationError, match="MEMORA_AUTH_SECRET.*32 bytes") as refused:
         load_settings(auth_secret="short")
     assert "short" not in str(refused.value).replace("32 bytes", "")

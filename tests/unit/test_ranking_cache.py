@@ -69,6 +69,27 @@ def test_own_writes_patch_the_cached_index_in_place(
     assert index.generation == 3
 
 
+def test_touch_patches_the_cached_rows_without_building_units(
+    stores: tuple[LongTermMemoryStore, ...], embed: HashEmbed
+) -> None:
+    writer, reader = stores
+    _add(writer, embed, "a1")
+    writer.flush()
+    index = reader.index_for("alice")  # loaded from stored rows, no unit built yet
+    before = index.last_used_at[index.row_of["a1"]]
+
+    assert reader.touch("alice", ["a1", "unknown"]) == 1
+    assert reader.index_for("alice") is index
+    assert index.last_used_at[index.row_of["a1"]] > before
+    assert index.records["a1"]._unit is None
+    unit = index.units["a1"]
+    assert unit.access_count == 1
+    assert unit.last_accessed_at is not None
+    assert unit.last_accessed_at.timestamp() == index.last_used_at[index.row_of["a1"]]
+    assert reader.touch("alice", ["a1"]) == 1
+    assert index.units["a1"].access_count == 2  # a built unit is copied with the new count
+
+
 def test_another_writers_write_is_patched_into_the_users_index(
     stores: tuple[LongTermMemoryStore, ...], embed: HashEmbed
 ) -> None:

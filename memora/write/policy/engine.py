@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from memora.errors import ConfigurationError
 from memora.models import RejectionReason
 from memora.text.folding import fold
 
@@ -32,7 +33,7 @@ RULES_DIR = Path(__file__).with_name("rules")
 _FRAGMENT_RE = re.compile(r"\{\{(\w+)\}\}")
 
 
-class RuleFileError(ValueError):
+class RuleFileError(ConfigurationError):
     """A rule file is malformed (the message names the file and the rule)."""
 
 

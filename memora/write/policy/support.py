@@ -13,14 +13,13 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 
 from memora.models import MemoryCandidate
-from memora.text.folding import HAN_CHARS, fold, stem
+from memora.text.folding import HAN_CHARS, count_han, fold, stem
 from memora.write.policy.engine import load_rule_file
 from memora.write.policy.words import policy_words
 
 SUPPORT_THRESHOLD = 0.34
 """Minimum share of the candidate's content tokens that must appear in the user message."""
 
-_CJK_RE = re.compile(f"[{HAN_CHARS}]")
 _EN_TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _YEAR_RE = re.compile(r"(?:19|20)\d\d")
 _NUMBER_UNIT_RE = re.compile(r"(\d+)(?:st|nd|rd|th)?([a-z]*)")
@@ -89,7 +88,7 @@ def _support_tokens(text: str) -> set[str]:
 
 def mostly_chinese(text: str) -> bool:
     """True if CJK characters outnumber Latin letters (the text's dominant script)."""
-    return len(_CJK_RE.findall(text)) > len(re.findall(r"[a-z]", text))
+    return count_han(text) > len(re.findall(r"[a-z]", text))
 
 
 def support_ratio(content: str, user_message: str) -> float | None:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
 from memora.limits import MAX_MEMORY_CHARS
-from memora.text.folding import HAN_CHARS, fold
+from memora.text.folding import count_han, fold
 from memora.write.policy.engine import load_rule_file
 from memora.write.policy.support import cjk_runs, english_tokens
 from memora.write.policy.words import policy_words
 
-_CJK_RE = re.compile(f"[{HAN_CHARS}]")
 _MIN_CONTENT_UNITS = 2
 _MIN_INFORMATIVE_CJK = 2
 
@@ -28,7 +25,7 @@ def check_too_vague(content: str) -> str | None:
     file, words = load_rule_file("vague"), policy_words()
     text = fold(content)
     tokens = english_tokens(text)
-    cjk_chars = len(_CJK_RE.findall(text))
+    cjk_chars = count_han(text)
     hedged = file.term("hedge").search(text) is not None
     informative = [
         w

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from memora.text.folding import HAN_CHARS
+from memora.text.folding import HAN_CHARS, has_han
 from memora.text.folding import fold as text_fold
 
 
@@ -36,7 +36,6 @@ CONTRAST = word_set(
 )
 # How many leading tokens are taken as a statement's subject ("Nora Fishel and Eliza", 我的英文).
 SUBJECT_SPAN = 4
-CJK = re.compile(f"[{HAN_CHARS}]")
 _CJK_SPLIT = re.compile(f"[{HAN_CHARS}]|[^{HAN_CHARS}]+")
 _WORD = re.compile(r"\w+")
 
@@ -65,7 +64,7 @@ def comparison_tokens(text: str) -> list[str]:
     text = comparison_fold(text)
     tokens: list[str] = []
     for word in _WORD.findall(text):
-        if CJK.search(word):
+        if has_han(word):
             tokens.extend(_split_cjk(word))
         else:
             tokens.append(word)

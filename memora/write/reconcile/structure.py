@@ -12,9 +12,8 @@ from enum import Enum
 from functools import lru_cache
 from pathlib import Path
 
-from memora.text.folding import stem
+from memora.text.folding import HAN_RE, has_han, stem
 from memora.write.reconcile.alignment import (
-    CJK,
     CONTRAST,
     FILLER,
     STOP,
@@ -63,8 +62,8 @@ class _Cues:
 
 def _cues(name: str, phrases: list[str]) -> _Cues:
     folded = sorted({comparison_fold(p) for p in phrases}, key=len, reverse=True)
-    words = tuple(p for p in folded if not CJK.search(p))
-    chinese = tuple(p for p in folded if CJK.search(p))
+    words = tuple(p for p in folded if not has_han(p))
+    chinese = tuple(p for p in folded if has_han(p))
     alternatives = [rf"(?<!\w){re.escape(w)}(?!\w)" for w in words]
     alternatives += [re.escape(c) for c in chinese]
     return _Cues(name, re.compile("|".join(alternatives) or r"(?!)"))
@@ -170,7 +169,7 @@ def _introduced_name(text: str) -> str | None:
     if match is None:
         return None
     name = match.group(1)
-    return name[:4] if CJK.match(name) else name
+    return name[:4] if HAN_RE.match(name) else name
 
 
 _APPOSITIVE = re.compile(r"'s\s+((?:[a-z]+\s+){1,2}?)([A-Z][\w-]+)")

@@ -1,0 +1,69 @@
+"""The one family of errors Memora raises on purpose.
+
+Every exception class the project defines derives from :class:`MemoraError`, so a
+boundary (the command line, the server) handles known failures with one ``except``
+and maps each kind to an exit code or a status in one table. Each kind also derives
+from the built-in exception it refines, so code that catches ``ValueError`` or
+``PermissionError`` keeps working. Messages are one line a person can act on, and
+never quote a secret or a refused input.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "EmbeddingMismatchError",
+    "IdentityError",
+    "IdentityMismatchError",
+    "InvalidInput",
+    "InvalidToken",
+    "MemoraError",
+    "NotFound",
+    "StoreError",
+    "ThreadOwnershipError",
+    "Unavailable",
+]
+
+
+class MemoraError(Exception):
+    """A failure Memora expects and explains; the message is one line."""
+
+
+class ConfigurationError(MemoraError, ValueError):
+    """A setting or a rule file has an invalid value; the message names it."""
+
+
+class InvalidInput(MemoraError, ValueError):
+    """An input refused before any work; the message is one line and quotes none of it."""
+
+
+class NotFound(MemoraError, LookupError):
+    """The thing asked for does not exist for this user (unknown and foreign look alike)."""
+
+
+class StoreError(MemoraError, RuntimeError):
+    """The memory store cannot be used (locked, corrupt, unwritable, mismatched)."""
+
+
+class EmbeddingMismatchError(StoreError):
+    """The collection was built with another embedding model or dimension."""
+
+
+class Unavailable(MemoraError, RuntimeError):
+    """Something optional cannot run here (a package is missing); the message says why."""
+
+
+class IdentityError(MemoraError, PermissionError):
+    """The caller did not prove who they are, or is not allowed what they asked."""
+
+
+class InvalidToken(IdentityError):
+    """A bearer token that does not prove who sent it; the message is the one-line reason."""
+
+
+class ThreadOwnershipError(IdentityError):
+    """A run or resume came from a user other than the thread's owner."""
+
+
+class IdentityMismatchError(IdentityError):
+    """A client claimed a user id other than the one its token proves."""
