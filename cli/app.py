@@ -10,6 +10,7 @@ import typer
 from cli.chat import chat
 from cli.console import errors
 from cli.demo import demo
+from cli.eval_memory import eval_memory
 from cli.evals import eval_app
 from cli.library import close_opened
 from cli.memories import memories_app
@@ -25,6 +26,7 @@ from memora.validation import InvalidInput, check_arguments
 app = typer.Typer(help="Memora: a chat agent with agentic long-term memory.", no_args_is_help=True)
 app.add_typer(memories_app, name="memories")
 app.add_typer(eval_app, name="eval")
+eval_app.command("memory")(eval_memory)
 app.add_typer(profile_app, name="profile")
 app.add_typer(threads_app, name="threads")
 app.add_typer(users_app, name="users")

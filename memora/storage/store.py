@@ -34,7 +34,12 @@ from memora.embeddings import EmbeddingSpec
 from memora.limits import PREVIEW_CHARS
 from memora.models import MemoryStatus, MemoryUnit, utcnow
 from memora.storage.db import EmbeddingMismatchError, SqlDatabase, StoreError
-from memora.storage.ranking_cache import RankingCache, UserIndex, vector_keys_of
+from memora.storage.ranking_cache import (
+    DEFAULT_MAX_USERS,
+    RankingCache,
+    UserIndex,
+    vector_keys_of,
+)
 from memora.storage.rows import RowStore
 from memora.storage.sealing import new_key, seal
 from memora.storage.sql_rows import SqliteRowStore
@@ -70,6 +75,7 @@ class LongTermMemoryStore:
         chroma_collection: str = COLLECTION_NAME,
         embed: Callable[[list[str]], np.ndarray] | None = None,
         allow_model_change: bool = False,
+        ranking_cache_users: int = DEFAULT_MAX_USERS,
     ) -> None:
         self.data_dir = data_dir
         self.spec = spec
@@ -93,7 +99,13 @@ class LongTermMemoryStore:
             data_dir / "vector_cache", spec.model_id, spec.dimension
         )
         self._cache = RankingCache(
-            self.rows, self.vectors, self._vector_writer, spec, self.local_vectors, embed
+            self.rows,
+            self.vectors,
+            self._vector_writer,
+            spec,
+            self.local_vectors,
+            embed,
+            max_users=ranking_cache_users,
         )
         self._lock = threading.RLock()
 
@@ -131,6 +143,11 @@ class LongTermMemoryStore:
         """This user's ranking index, reloaded if any process wrote since it was built."""
         with self._lock:
             return self._cache.index_for(user_id)
+
+    def cached_users(self) -> int:
+        """How many users' ranking indexes this process holds (bounded by the settings)."""
+        with self._lock:
+            return len(self._cache)
 
     # -- writes ----------------------------------------------------------
 
