@@ -22,6 +22,7 @@ from __future__ import annotations
 import builtins
 import functools
 import logging
+import re
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -53,13 +54,24 @@ __all__ = [
     "EmbeddingMismatchError",
     "LongTermMemoryStore",
     "UserIndex",
+    "is_memory_id",
     "new_memory_id",
 ]
+
+_MEMORY_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def new_memory_id() -> str:
     """Return a fresh memory id."""
     return uuid.uuid4().hex
+
+
+def is_memory_id(text: str) -> bool:
+    """Whether ``text`` has the form :func:`new_memory_id` gives (32 lowercase hex digits).
+
+    Ids are shown to the model; an imported id of any other form could carry words.
+    """
+    return _MEMORY_ID.fullmatch(text) is not None
 
 
 class LongTermMemoryStore:
