@@ -169,6 +169,8 @@ def _assert_refused(attempt: Any) -> None:
             {"Authorization": "Bearer " + jwt.encode({"sub": "alice"}, SECRET, "HS256")},
             "'exp'",
         ),
+        ({"Authorization": f"Bearer {_hs256('a' * 257)}"}, "longer than 256"),
+        ({"Authorization": "Bearer " + _hs256("ali\x00ce")}, "printable"),
     ],
 )
 def test_a_request_without_a_valid_token_is_refused(
