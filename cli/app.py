@@ -12,6 +12,7 @@ from typer.core import TyperGroup
 from cli.chat import chat
 from cli.console import errors
 from cli.demo import demo
+from cli.eval_memory import eval_memory
 from cli.eval_secrets import eval_secrets  # noqa: F401  (registers the command)
 from cli.evals import eval_app
 from cli.library import close_opened
@@ -75,6 +76,7 @@ app = typer.Typer(
 )
 app.add_typer(memories_app, name="memories")
 app.add_typer(eval_app, name="eval")
+eval_app.command("memory")(eval_memory)
 app.add_typer(profile_app, name="profile")
 app.add_typer(threads_app, name="threads")
 app.add_typer(users_app, name="users")

@@ -4,6 +4,7 @@ With MEMORA_AUTH_SECRET or MEMORA_AUTH_JWKS_URL set, every request needs a
 signed bearer token; its ``sub`` is the user. Threads are stamped with their
 owner when created and every thread, run and cron operation is filtered to the
 owner; assistants are read-only; store access stays inside the user's namespace.
+A thread's owner never changes, and its state is written only by its runs.
 Anything else is refused.
 
 With neither set, the server keeps the local single-user behaviour: it trusts
@@ -65,6 +66,42 @@ def _stamp_owner(value: dict[str, Any], owner: str) -> None:
         value["metadata"] = {"owner": owner}
 
 
+def _refuse(reason: str) -> Auth.exceptions.HTTPException:
+    return Auth.exceptions.HTTPException(status_code=403, detail=reason)
+
+
+def _check_thread_update(value: Any, owner: str) -> None:
+    """Refuse a change of a thread's owner and any client write to its state.
+
+    The server hands this handler ``{"thread_id", "metadata"}`` for PATCH /threads/{id}
+    (and for run cancels), but only ``{"thread_id"}`` for POST /threads/{id}/state and
+    its bulk form: the state values never reach auth, so they cannot be screened
+    field by field. Memora needs no client state writes (a turn is a run, an approval
+    a resume), so all of them are refused: otherwise a client could write the thread's
+    owner, summary, pending actions or approvals, or put words in the assistant's mouth.
+    """
+    if not isinstance(value, dict):
+        return
+    if "metadata" not in value:
+        raise _refuse("a thread's state is written only by its runs; send a run instead")
+    metadata = value.get("metadata")
+    if isinstance(metadata, dict) and metadata.get("owner", owner) != owner:
+        raise _refuse("a thread's owner cannot be changed")
+
+
+def _check_run(value: Any) -> None:
+    """A run may carry input and a resume, not a Command that writes state or jumps nodes.
+
+    ``Command(update=...)`` writes any state channel (owner, summary, approvals) and
+    ``goto`` could enter delete_memory without the approval step; Memora's clients
+    only ever resume.
+    """
+    kwargs = value.get("kwargs") if isinstance(value, dict) else None
+    command = kwargs.get("command") if isinstance(kwargs, dict) else None
+    if isinstance(command, dict) and (command.get("update") or command.get("goto")):
+        raise _refuse("a run's command may only resume; 'update' and 'goto' are refused")
+
+
 @auth.on
 async def refuse_the_rest(ctx: Auth.types.AuthContext, value: Any) -> bool:
     """Default deny: only the resources below are reachable when authentication is on."""
@@ -73,10 +110,15 @@ async def refuse_the_rest(ctx: Auth.types.AuthContext, value: Any) -> bool:
 
 @auth.on.threads
 async def own_threads(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType | None:
-    """Stamp new threads and runs with their owner; show and touch only the owner's threads."""
+    """Stamp new threads and runs with their owner; show and touch only the owner's threads;
+    never let a client move a thread to another owner or write its state."""
     owner = _owner(ctx)
     if owner is None:
         return None
+    if ctx.action == "update":
+        _check_thread_update(value, owner)
+    if ctx.action == "create_run":
+        _check_run(value)
     if isinstance(value, dict) and ctx.action in {"create", "create_run"}:
         _stamp_owner(value, owner)
     return {"owner": owner}

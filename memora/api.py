@@ -109,6 +109,7 @@ class Memora:
             chroma_collection=self.settings.chroma_collection,
             embed=self.embeddings.embed_array,
             allow_model_change=allow_model_change,
+            ranking_cache_users=self.settings.ranking_cache_users,
         )
         self.audit = (
             AuditLog(self.store.db)
@@ -293,9 +294,12 @@ class Memora:
         thread_id: str | None,
         now: datetime | None,
     ) -> list[RetrievedMemory]:
+        index = self.store.index_for(user_id)
+        if not index.size:
+            return []  # nothing to rank (a new or unknown user): the query is not even embedded
         vector = self.embeddings.embed_array([dense_query_text(query)])[0]
         return rank(
-            self.store.index_for(user_id),
+            index,
             query,
             vector,
             now=now or self.clock(),

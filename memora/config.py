@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     """Model name used when ``embeddings`` is ``openai``."""
     chat_model: str = "gpt-4o-mini"
     """Chat model name for ChatOpenAI when a key or base URL is set."""
+    allowed_chat_models: str = "offline"
+    """Comma-separated models a run may name besides ``chat_model`` (always allowed);
+    a server's clients choose a run's model, so any other name is refused."""
     model_timeout_s: float = Field(default=60.0, gt=0)
     """Timeout of one chat model call, in seconds."""
     model_max_retries: int = Field(default=2, ge=0, le=10)
@@ -59,6 +62,9 @@ class Settings(BaseSettings):
     """Half-life of the recency boost in ranking."""
     decay_after_days: float = Field(default=180.0, gt=0)
     """Consolidation lowers importance of memories unused for this long."""
+    ranking_cache_users: int = Field(default=1000, ge=1)
+    """Users whose ranking indexes one process keeps in memory, least recently used dropped
+    first (a dropped user's next search reloads from the store)."""
 
     write_judge: Literal["rules", "chat_model"] = "rules"
     """Who classifies, rates and reconciles on the write path: offline rules, or the configured
@@ -106,6 +112,12 @@ class Settings(BaseSettings):
     def auth_enabled(self) -> bool:
         """Whether the server verifies bearer tokens (a secret or a JWKS URL is set)."""
         return self.auth_secret is not None or bool(self.auth_jwks_url)
+
+    @property
+    def chat_model_allowlist(self) -> frozenset[str]:
+        """The model names a run may choose: ``chat_model`` and ``allowed_chat_models``."""
+        listed = (name.strip() for name in self.allowed_chat_models.split(","))
+        return frozenset({self.chat_model, *(name for name in listed if name)})
 
     @property
     def agent_token_reserve(self) -> int:

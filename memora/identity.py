@@ -14,6 +14,7 @@ import jwt
 
 from memora.config import Settings
 from memora.errors import InvalidToken
+from memora.validation import InvalidInput, validate_user_id
 
 VERIFIED_PERMISSION = "memora:verified-token"
 """The permission the server gives an identity a token proved; the graph trusts only these."""
@@ -49,7 +50,11 @@ class TokenVerifier:
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject.strip():
             raise InvalidToken("the token names no user (claim 'sub')")
-        return subject
+        try:
+            # The library's own rule, so an accepted token's user can always be served.
+            return validate_user_id(subject)
+        except InvalidInput as error:
+            raise InvalidToken(f"the token's user (claim 'sub') is refused: {error}") from None
 
     def _decode(self, token: str, algorithm: Any) -> dict[str, Any]:
         key: Any

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from memora.models import utcnow
 from memora.storage.db import SqlDatabase
-from memora.validation import validate_profile_field, validate_user_id
+from memora.validation import InvalidInput, validate_profile_field, validate_user_id
+from memora.write.policy import is_sensitive
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -20,6 +21,17 @@ CREATE TABLE IF NOT EXISTS profile (
     PRIMARY KEY (user_id, key)
 );
 """
+
+
+def holds_sensitive_data(key: str, value: str) -> bool:
+    """Whether the memory policy's secret detectors fire on a profile field.
+
+    The key is read as words too ("wifi_password" names a password), and with the value,
+    since a keyword detector needs the kind of secret next to the value it guards.
+    """
+    words = " ".join(key.replace("_", " ").replace("-", " ").split())
+    texts = (key, value, f"{key} {value}", f"{key}: {value}", f"{words} {value}")
+    return any(is_sensitive(text) for text in texts)
 
 
 class UserProfileStore:
@@ -40,10 +52,18 @@ class UserProfileStore:
         """Set one profile field.
 
         Raises:
-            InvalidInput: The user id, key or value is empty, too long or not valid UTF-8.
+            InvalidInput: The user id, key or value is empty, too long or not valid UTF-8,
+                or the field holds a secret or an identifier the memory policy refuses.
         """
         user_id = validate_user_id(user_id)
         key, value = validate_profile_field(key, value)
+        if holds_sensitive_data(key, value):
+            # The profile is shown to the model every turn and kept at rest: it may hold
+            # nothing a memory may not (the message names no part of the field).
+            raise InvalidInput(
+                "profile field refused: it holds sensitive data (a password, key, card or "
+                "ID number) that Memora does not store"
+            )
         with self.db.transaction() as conn:
             conn.execute(
                 "INSERT INTO profile VALUES (?, ?, ?, ?) ON CONFLICT(user_id, key)"

@@ -10,6 +10,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
+from agent.chat_models import check_chat_model
 from agent.messages import text_of
 from agent.prompts import MESSAGE_CUT_NOTE, MESSAGE_CUT_REPLY, model_background
 from agent.spotlight import DataFrame
@@ -19,6 +20,7 @@ from nodes.common import (
     library,
     requested_calls,
     resolve_user_id,
+    run_context,
     step_limit,
 )
 from nodes.state import Context, State, fresh_turn
@@ -93,6 +95,8 @@ def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     start = current_turn_start(state.messages)
     current = state.messages[start:]
     user_id = resolve_user_id(runtime, get_config())
+    # Before any work: a client-chosen model outside the operator's allowlist fails the run.
+    check_chat_model(library(runtime).settings, run_context(runtime).chat_model)
     if is_foreign(state, user_id):
         # The server saved this run's input before any node ran: take it back out of
         # the owner's transcript, then let finish fail the run.

@@ -51,6 +51,17 @@ class StopReason(StrEnum):
     TOOL_ERROR = "tool_error"
 
 
+_KINDS: dict[object, str] = {str: "a string", int: "a whole number", (int, float): "a number"}
+
+
+def _expect(name: str, value: object, kind: type | tuple[type, ...]) -> None:
+    """Refuse a run setting of the wrong JSON type (None means: use the default)."""
+    if value is None and kind is not str:
+        return
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise ValueError(f"{name} must be {_KINDS[kind]}, got {type(value).__name__}")
+
+
 @dataclass(kw_only=True)
 class Context:
     """Run-scoped settings: whose memories, and what one run may override."""
@@ -70,6 +81,13 @@ class Context:
     A server's client cannot set it: JSON never decodes to a library."""
 
     def __post_init__(self) -> None:
+        # A server's client sends these as JSON: a wrong type gets the same one-line
+        # ValueError as a wrong value, not a TypeError from a comparison.
+        for name in ("user_id", "chat_model"):
+            _expect(name, getattr(self, name), str)
+        _expect("max_agent_steps", self.max_agent_steps, int)
+        _expect("retrieval_limit", self.retrieval_limit, int)
+        _expect("retrieval_min_score", self.retrieval_min_score, (int, float))
         steps = self.max_agent_steps
         if steps is not None and not 1 <= steps <= MAX_AGENT_STEPS_LIMIT:
             raise ValueError(f"max_agent_steps must be 1..{MAX_AGENT_STEPS_LIMIT}, got {steps}")

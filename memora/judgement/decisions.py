@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from memora.judgement.encoder import SentenceEncoder, bundled_encoder
-from memora.judgement.features import pair_features, text_features
+from memora.judgement.features import pair_features, support_features, text_features
 from memora.judgement.linear import SoftmaxModel
 from memora.judgement.spans import Span, candidate_spans, span_features
 
@@ -49,7 +49,7 @@ def gate_inputs(encode: Encode, candidates: list[str], messages: list[str]) -> n
     cand, mess = encode(candidates), encode(messages)
     feats = np.stack(
         [
-            np.concatenate([text_features(c), text_features(m)])
+            np.concatenate([text_features(c), text_features(m), support_features(c, m)])
             for c, m in zip(candidates, messages, strict=True)
         ]
     )

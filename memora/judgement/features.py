@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 
-from memora.text.folding import HAN_CHARS
+from memora.text.folding import HAN_CHARS, fold, index_terms
 
 _DIGIT_RUN = re.compile(r"\d+")
 _SPACED_DIGITS = re.compile(r"(?:\d[\s\-.]){3,}\d")
@@ -77,6 +77,23 @@ def text_features(text: str) -> np.ndarray:
         float(bool(_KANA_HANGUL.search(text))),
         float(bool(_URL_OR_EMAIL.search(text))),
         float(bool(_LONG_RANDOM.search(text))),
+    )
+    return np.asarray(values, dtype=np.float32)
+
+
+SUPPORT_FEATURES = ("term_support", "same_text", "length_ratio", "unsupported_numbers")
+"""Names of :func:`support_features`' columns: how much of a candidate its message says."""
+
+
+def support_features(candidate: str, message: str) -> np.ndarray:
+    """How far the user's message supports a candidate memory, measured on the surface."""
+    candidate_terms, message_terms = set(index_terms(candidate)), set(index_terms(message))
+    shared = len(candidate_terms & message_terms) / len(candidate_terms) if candidate_terms else 1.0
+    values = (
+        shared,
+        float(fold(candidate).strip() == fold(message).strip()),
+        min(len(candidate), len(message)) / max(len(candidate), len(message), 1),
+        float(bool(_numbers(candidate) - _numbers(message))),
     )
     return np.asarray(values, dtype=np.float32)
 

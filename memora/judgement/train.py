@@ -41,6 +41,14 @@ REASON_TO_GATE = {
     "ephemeral": "ephemeral",
     "too_vague": "vague",
 }
+GATE_CORPORA = (
+    "gate_multilingual.jsonl",
+    "gate_chinese.jsonl",
+    "gate_contrast.jsonl",
+    "injection.jsonl",
+)
+SELF_EVIDENT = ("store", "sensitive", "instruction", "vague")
+"""Gate labels a candidate carries on its own, whatever message it came from."""
 HELD_OUT_SHARE = 5
 """One item in this many goes to the held-out split."""
 
@@ -61,9 +69,14 @@ def gate_items() -> list[tuple[str, str, str]]:
     """(candidate, user message, label) from the gate and injection corpora and the rule files."""
     items = [
         (d["candidate"], d["user_message"], d["label"])
-        for name in ("gate_multilingual.jsonl", "gate_chinese.jsonl", "injection.jsonl")
+        for name in GATE_CORPORA
         for d in _lines(name)
     ]
+    # A memory typed directly has no other message: labels read off the candidate alone
+    # hold for it as well.
+    items += [(c, c, label) for c, m, label in items if label in SELF_EVIDENT and c != m]
+    # Every statement of the relation corpus is a memory someone would keep.
+    items += [(text, text, "store") for text in relation_statements()]
     for path in sorted(RULES.glob("*.toml")):
         data = tomllib.loads(path.read_text("utf-8"))
         label = REASON_TO_GATE.get(str(data.get("reason")))
@@ -74,10 +87,14 @@ def gate_items() -> list[tuple[str, str, str]]:
     return items
 
 
+def relation_statements() -> list[str]:
+    """Every distinct statement of the relation corpus (memories as people keep them)."""
+    return sorted({d[key] for d in _lines("relations.jsonl") for key in ("old", "new")})
+
+
 def secret_items() -> list[tuple[str, list[str]]]:
-    """(text, secret values) from the secrets corpus, plus gate candidates as whole texts."""
-    items = [(d["text"], list(d["secret_spans"])) for d in _lines("secrets.jsonl")]
-    return items
+    """(text, secret values) from the secrets corpus."""
+    return [(d["text"], list(d["secret_spans"])) for d in _lines("secrets.jsonl")]
 
 
 def relation_items() -> list[tuple[str, str, str]]:
@@ -175,10 +192,11 @@ def train_secret(
     encode: Callable[[list[str]], np.ndarray], encoder_id: str
 ) -> tuple[SoftmaxModel, Report]:
     items = secret_items()
-    gate = [(c, label) for c, _, label in gate_items() if label in ("store", "sensitive")]
-    texts = [t for t, _ in items] + [c for c, _ in gate]
+    gate = {c: label for c, _, label in gate_items() if label in ("store", "sensitive")}
+    gate = {c: label for c, label in gate.items() if c not in {t for t, _ in items}}
+    texts = [t for t, _ in items] + list(gate)
     targets = np.array(
-        [int(bool(s)) for _, s in items] + [int(label == "sensitive") for _, label in gate]
+        [int(bool(s)) for _, s in items] + [int(label == "sensitive") for label in gate.values()]
     )
     rows = secret_inputs(encode, texts)
     model, report, _, _ = _fit("secret", SECRET_LABELS, rows, targets, texts, encoder_id, l2=1e-2)

@@ -9,10 +9,15 @@ from the row store and vectors from Chroma's ``get``, so no search is
 answered from a stale index. The matrix search is also exact, where a
 filtered HNSW query over a large shared collection may miss a user's nearest
 items.
+
+The cache holds at most ``max_users`` indexes, least recently used dropped first,
+so a process serving many users (or searches for ids that hold nothing) keeps a
+bounded footprint; a user with no memories is never cached at all.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 
@@ -166,6 +171,8 @@ class UserIndex:
 
 PATCH_LIMIT = 5000
 """More changed memories than this and a full reload is cheaper than patching."""
+DEFAULT_MAX_USERS = 1000
+"""Users whose indexes one process keeps (MEMORA_RANKING_CACHE_USERS)."""
 
 
 class RankingCache:
@@ -182,14 +189,19 @@ class RankingCache:
         spec: EmbeddingSpec,
         local: SealedVectorCache,
         embed: Callable[[list[str]], np.ndarray] | None = None,
+        max_users: int = DEFAULT_MAX_USERS,
     ) -> None:
+        if max_users < 1:
+            raise ValueError(f"max_users must be at least 1, got {max_users}")
         self._rows = rows
         self._local = local
         self._vectors = vectors
         self._writer = writer
         self._dimension = spec.dimension
         self._embed = embed
-        self._indexes: dict[str, UserIndex] = {}
+        self._max_users = max_users
+        # Least recently used first: eviction pops from the front.
+        self._indexes: OrderedDict[str, UserIndex] = OrderedDict()
         self._seen_store_generation = rows.store_generation()
 
     def index_for(self, user_id: str) -> UserIndex:
@@ -209,8 +221,20 @@ class RankingCache:
             index = None
         if index is None:
             index = self._load(user_id, generation)
+            if not index.size:
+                # Nothing to rank: caching it would let searches for made-up ids grow the
+                # process, and the next write makes the next use load afresh anyway.
+                self._indexes.pop(user_id, None)
+                return index
             self._indexes[user_id] = index
+            while len(self._indexes) > self._max_users:
+                self._indexes.popitem(last=False)
+        self._indexes.move_to_end(user_id)
         return index
+
+    def __len__(self) -> int:
+        """How many users' indexes this process holds."""
+        return len(self._indexes)
 
     def _patch(self, index: UserIndex, user_id: str, generation: int) -> bool:
         """Apply another process's writes to ``index`` from the row store's change log.
@@ -265,6 +289,7 @@ class RankingCache:
         index = self._indexes.get(user_id)
         if index is not None and index.generation == bump.before:
             index.generation = bump.after
+            self._indexes.move_to_end(user_id)
             return index
         # Another process wrote in between: the next use patches from the change log.
         return None
@@ -275,6 +300,9 @@ class RankingCache:
 
     def _load(self, user_id: str, generation: int) -> UserIndex:
         index = UserIndex(generation, self._dimension)
+        if not generation:
+            # Never written (by any process): no rows, no vectors, nothing to wait for.
+            return index
         self._writer.flush()
         records = self._rows.index_rows(user_id)
         # Strays never reach a ranking (the index is built from the rows), so the sweep

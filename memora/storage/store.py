@@ -22,6 +22,7 @@ from __future__ import annotations
 import builtins
 import functools
 import logging
+import re
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -34,7 +35,12 @@ from memora.embeddings import EmbeddingSpec
 from memora.limits import PREVIEW_CHARS
 from memora.models import MemoryStatus, MemoryUnit, utcnow
 from memora.storage.db import EmbeddingMismatchError, SqlDatabase, StoreError
-from memora.storage.ranking_cache import RankingCache, UserIndex, vector_keys_of
+from memora.storage.ranking_cache import (
+    DEFAULT_MAX_USERS,
+    RankingCache,
+    UserIndex,
+    vector_keys_of,
+)
 from memora.storage.rows import RowStore
 from memora.storage.sealing import new_key, seal
 from memora.storage.sql_rows import SqliteRowStore
@@ -48,8 +54,11 @@ __all__ = [
     "EmbeddingMismatchError",
     "LongTermMemoryStore",
     "UserIndex",
+    "is_memory_id",
     "new_memory_id",
 ]
+
+_MEMORY_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def _superseded_by(olds: Sequence[MemoryUnit], new_id: str) -> list[MemoryUnit]:
@@ -68,6 +77,14 @@ def new_memory_id() -> str:
     return uuid.uuid4().hex
 
 
+def is_memory_id(text: str) -> bool:
+    """Whether ``text`` has the form :func:`new_memory_id` gives (32 lowercase hex digits).
+
+    Ids are shown to the model; an imported id of any other form could carry words.
+    """
+    return _MEMORY_ID.fullmatch(text) is not None
+
+
 class LongTermMemoryStore:
     """Persistent, user-scoped memory storage with an in-process ranking index."""
 
@@ -81,6 +98,7 @@ class LongTermMemoryStore:
         chroma_collection: str = COLLECTION_NAME,
         embed: Callable[[list[str]], np.ndarray] | None = None,
         allow_model_change: bool = False,
+        ranking_cache_users: int = DEFAULT_MAX_USERS,
     ) -> None:
         self.data_dir = data_dir
         self.spec = spec
@@ -104,7 +122,13 @@ class LongTermMemoryStore:
             data_dir / "vector_cache", spec.model_id, spec.dimension
         )
         self._cache = RankingCache(
-            self.rows, self.vectors, self._vector_writer, spec, self.local_vectors, embed
+            self.rows,
+            self.vectors,
+            self._vector_writer,
+            spec,
+            self.local_vectors,
+            embed,
+            max_users=ranking_cache_users,
         )
         self._lock = threading.RLock()
 
@@ -142,6 +166,11 @@ class LongTermMemoryStore:
         """This user's ranking index, reloaded if any process wrote since it was built."""
         with self._lock:
             return self._cache.index_for(user_id)
+
+    def cached_users(self) -> int:
+        """How many users' ranking indexes this process holds (bounded by the settings)."""
+        with self._lock:
+            return len(self._cache)
 
     # -- writes ----------------------------------------------------------
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import builtins
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -12,7 +14,7 @@ from memora.audit import AuditLog
 from memora.judgement import Judgement
 from memora.limits import MAX_IMPORT_LINE_CHARS
 from memora.models import MemoryCandidate, MemoryUnit
-from memora.storage.store import new_memory_id
+from memora.storage.store import is_memory_id, new_memory_id
 from memora.validation import (
     InvalidInput,
     check_text,
@@ -21,7 +23,7 @@ from memora.validation import (
     validate_memory_id,
     validate_thread_id,
 )
-from memora.write.policy import MemoryClassifier, apply_memory_policy
+from memora.write.policy import MemoryClassifier, apply_memory_policy, is_sensitive
 
 
 @dataclass
@@ -59,6 +61,7 @@ def parse_import_line(
             validate_thread_id(unit.thread_id)
         if has_surrogates(json.dumps(unit.model_dump(mode="json"), ensure_ascii=False)):
             raise InvalidInput("a field is not valid UTF-8 text")
+        _check_ids_and_side_fields(unit)
     except InvalidInput as error:
         refuse(str(error))
         return None
@@ -79,6 +82,53 @@ def parse_import_line(
         refuse(rejected[0].reason.value)
         return None
     return unit.model_copy(update={"user_id": user_id})
+
+
+REVIEW_TARGETS = "review_targets"
+"""The metadata key the write path keeps ids of the memories a new one may conflict with."""
+
+
+def _check_ids_and_side_fields(unit: MemoryUnit) -> None:
+    """Refuse ids Memora did not issue and secrets kept beside the content.
+
+    The policy reads only the content; ``kind`` and ``metadata`` are stored as given,
+    so the same detectors run over them. Ids reach the model, so each must have the
+    form Memora gives them and so cannot carry words.
+
+    Raises:
+        InvalidInput: Naming the field, never quoting it.
+    """
+    metadata = dict(unit.metadata)
+    targets = metadata.pop(REVIEW_TARGETS, [])
+    ids = [("id", unit.id), ("supersedes", unit.supersedes), ("superseded_by", unit.superseded_by)]
+    if not isinstance(targets, builtins.list):
+        raise InvalidInput(f"metadata.{REVIEW_TARGETS} is not a list of Memora memory ids")
+    ids += [(f"metadata.{REVIEW_TARGETS}", target) for target in targets]
+    for name, value in ids:
+        if value is not None and not (isinstance(value, str) and is_memory_id(value)):
+            raise InvalidInput(f"{name} is not a Memora memory id (32 hex digits)")
+    # Checked apart from the detectors: a 32-hex id looks like a high-entropy key to them.
+    if is_sensitive(unit.kind) or is_sensitive(unit.source.actor):
+        raise InvalidInput("sensitive_data (in kind or source)")
+    if any(is_sensitive(text) for text in _texts_of(metadata)):
+        raise InvalidInput("sensitive_data (in metadata)")
+
+
+def _texts_of(value: Any, path: str = "") -> Iterator[str]:
+    """Every string in a JSON value, alone and after its key path ("wifi password: ...")."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _texts_of(item, f"{path} {key}".strip())
+    elif isinstance(value, builtins.list):
+        for item in value:
+            yield from _texts_of(item, path)
+    elif value is not None:
+        text = str(value)
+        yield text
+        if path:
+            words = " ".join(path.replace("_", " ").replace("-", " ").split())
+            yield f"{words}: {text}"
 
 
 def describe_bad_line(error: ValueError) -> str:
@@ -104,9 +154,9 @@ def renumber(units: builtins.list[MemoryUnit], taken: set[str]) -> builtins.list
     renumbered = []
     for unit in units:
         metadata = dict(unit.metadata)
-        targets = metadata.get("review_targets")
+        targets = metadata.get(REVIEW_TARGETS)
         if isinstance(targets, builtins.list):
-            metadata["review_targets"] = [new_ids.get(t, t) for t in targets]
+            metadata[REVIEW_TARGETS] = [new_ids.get(t, t) for t in targets]
         renumbered.append(
             unit.model_copy(
                 update={

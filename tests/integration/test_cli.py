@@ -9,6 +9,7 @@ so commands that do not depend on each other run two at a time.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -103,6 +104,11 @@ def listed(data_dir: Path, user: str = "default") -> dict[str, dict[str, Any]]:
 def api(data_dir: Path) -> Memora:
     """An in-process Memora on ``data_dir`` for building starting states."""
     return Memora(load_settings(data_dir=data_dir))
+
+
+def hex_id(name: str) -> str:
+    """A memory id of the form Memora issues (32 hex digits), named for the reader."""
+    return hashlib.md5(name.encode()).hexdigest()
 
 
 def unit(uid: str, content: str, user: str = "default", **fields: Any) -> MemoryUnit:
@@ -249,7 +255,7 @@ def test_export_import_round_trips_every_field(tmp_path: Path) -> None:
     memora.ingest(
         [
             unit(
-                "rich",
+                hex_id("rich"),
                 "We visited Kyoto and saw the temples",
                 memory_type=MemoryType.EPISODIC,
                 kind="event",
@@ -263,10 +269,10 @@ def test_export_import_round_trips_every_field(tmp_path: Path) -> None:
                 updated_at=now - timedelta(days=39),
                 expires_at=now + timedelta(days=400),
             ),
-            unit("archived", "I used to live in Lyon", status="archived", importance=1),
+            unit(hex_id("archived"), "I used to live in Lyon", status="archived", importance=1),
         ]
     )
-    memora.touch("default", ["rich"])  # last_accessed_at and access_count
+    memora.touch("default", [hex_id("rich")])  # last_accessed_at and access_count
     export_file = tmp_path / "export.jsonl"
 
     exported = ok(run(src, "memories", "export", "--out", str(export_file)))
@@ -282,10 +288,10 @@ def test_export_import_round_trips_every_field(tmp_path: Path) -> None:
         assert copy.keys() == original.keys()
         for field_name, value in original.items():
             assert copy[field_name] == value, (memory_id, field_name)
-    assert before["rich"]["metadata"]["tags"] == ["japan", "temples"]
-    assert before["rich"]["access_count"] == 1
+    assert before[hex_id("rich")]["metadata"]["tags"] == ["japan", "temples"]
+    assert before[hex_id("rich")]["access_count"] == 1
     assert before[b1.memory_id]["superseded_by"] == b2.memory_id
-    assert before["archived"]["status"] == "archived"
+    assert before[hex_id("archived")]["status"] == "archived"
 
 
 def test_export_import_keeps_pending_review_items(tmp_path: Path) -> None:
@@ -294,16 +300,16 @@ def test_export_import_keeps_pending_review_items(tmp_path: Path) -> None:
     now = utcnow()
     memora.ingest(
         [
-            unit("old", "My dog is called Rex", created_at=now - timedelta(hours=2)),
+            unit(hex_id("old"), "My dog is called Rex", created_at=now - timedelta(hours=2)),
             unit(
-                "new",
+                hex_id("new"),
                 "My dog is called Max",
                 created_at=now - timedelta(hours=1),
-                metadata={"review_targets": ["old"]},
+                metadata={"review_targets": [hex_id("old")]},
             ),
         ]
     )
-    memora.store.mark_review("default", "new", True)
+    memora.store.mark_review("default", hex_id("new"), True)
     export_file = tmp_path / "export.jsonl"
     ok(run(src, "memories", "export", "--out", str(export_file)))
     assert "imported 2 memories" in ok(run(dst, "memories", "import", str(export_file)))

@@ -11,14 +11,20 @@ import json
 from pathlib import Path
 
 from memora.models import MemoryStatus, MemoryUnit
-from tests.integration.test_cli import api, listed, ok, run, run_parallel, unit
+from tests.integration.test_cli import api, hex_id, listed, ok, run, run_parallel, unit
 
 AWS_KEY = "AKIAZ7Q3LMNB4XKP2JTW"
 BAND = "My favourite band is called [/] Brackets"
 
 
-def _line(memory_id: str, content: str, **fields: object) -> str:
-    return MemoryUnit(id=memory_id, user_id="someone", content=content, **fields).model_dump_json()
+def _line(name: str, content: str, **fields: object) -> str:
+    """An exported line whose id (and links) are Memora-form ids named ``name`` etc."""
+    for link in ("supersedes", "superseded_by"):
+        if isinstance(fields.get(link), str):
+            fields[link] = hex_id(str(fields[link]))
+    return MemoryUnit(
+        id=hex_id(name), user_id="someone", content=content, **fields
+    ).model_dump_json()
 
 
 def test_import_refuses_what_add_refuses_and_keeps_every_other_line(tmp_path: Path) -> None:
@@ -54,8 +60,8 @@ def test_import_refuses_what_add_refuses_and_keeps_every_other_line(tmp_path: Pa
         assert text not in proc.stdout + proc.stderr
 
     stored = listed(data_dir)
-    assert set(stored) == {"good", "band", "last"}
-    assert stored["band"]["content"] == BAND
+    assert set(stored) == {hex_id("good"), hex_id("band"), hex_id("last")}
+    assert stored[hex_id("band")]["content"] == BAND
     assert not [
         path
         for path in data_dir.rglob("*")
@@ -72,7 +78,7 @@ def test_import_refuses_what_add_refuses_and_keeps_every_other_line(tmp_path: Pa
 def test_an_id_held_by_another_user_is_replaced_without_saying_so(tmp_path: Path) -> None:
     data_dir, fresh_dir = tmp_path / "data", tmp_path / "fresh"
     memora = api(data_dir)
-    memora.ingest([unit("b1", "My passport is blue", user="bob")])
+    memora.ingest([unit(hex_id("b1"), "My passport is blue", user="bob")])
     memora.close()
     export = tmp_path / "chain.jsonl"
     old = _line(
@@ -92,16 +98,17 @@ def test_an_id_held_by_another_user_is_replaced_without_saying_so(tmp_path: Path
     assert ok(taken) == ok(free) == "imported 2 memories\n"
     assert taken.stderr == free.stderr == ""
 
+    b1, b2 = hex_id("b1"), hex_id("b2")
     mine = listed(data_dir)
-    assert "b1" not in mine and "b2" in mine
-    (renamed,) = set(mine) - {"b2"}
+    assert b1 not in mine and b2 in mine
+    (renamed,) = set(mine) - {b2}
     assert mine[renamed]["content"] == "My English level is B1"
-    assert mine[renamed]["superseded_by"] == "b2"
-    assert mine["b2"]["supersedes"] == renamed
-    history = ok(run(data_dir, "memories", "history", "b2"))
+    assert mine[renamed]["superseded_by"] == b2
+    assert mine[b2]["supersedes"] == renamed
+    history = ok(run(data_dir, "memories", "history", b2))
     assert renamed in history and "My English level is B1" in history
     bobs = listed(data_dir, user="bob")
-    assert bobs["b1"]["content"] == "My passport is blue"
+    assert bobs[b1]["content"] == "My passport is blue"
 
 
 def test_reimporting_an_export_skips_what_is_already_there(tmp_path: Path) -> None:
@@ -119,5 +126,5 @@ def test_reimporting_an_export_skips_what_is_already_there(tmp_path: Path) -> No
     assert first == "imported 1 memories, skipped 1 already present\n"
     again = ok(run(data_dir, "memories", "import", str(export)))
     assert again == "imported 0 memories, skipped 2 already present\n"
-    assert list(listed(data_dir)) == ["a1"]
-    assert json.loads(ok(run(data_dir, "memories", "list", "--json")))[0]["id"] == "a1"
+    assert list(listed(data_dir)) == [hex_id("a1")]
+    assert json.loads(ok(run(data_dir, "memories", "list", "--json")))[0]["id"] == hex_id("a1")

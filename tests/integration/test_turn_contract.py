@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
 
+from agent.chat_models import ChatModelNotAllowed
 from graph.builder import builder
 from memora.api import Memora
 from memora.config import load_settings
@@ -187,3 +188,18 @@ def test_a_message_longer_than_the_budget_is_cut_before_the_model_sees_it(
     assert result["stop_reason"] == StopReason.FINAL_ANSWER
     assert "only its first" in result["reply"] and "200000" in result["reply"]
     assert len(str(result["messages"][0].content)) < len(huge)
+
+
+def test_a_run_naming_a_model_outside_the_allowlist_is_refused(
+    library: Memora, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _script(monkeypatch, [_answer("Hello.")])
+    agent = builder.compile(checkpointer=InMemorySaver())
+    context = Context(user_id="alice", chat_model="gpt-4-32k-expensive", memora=library)
+    with pytest.raises(ChatModelNotAllowed, match="not allowed"):
+        agent.invoke(
+            {"messages": [HumanMessage("Hello")]},
+            {"configurable": {"thread_id": "t"}},
+            context=context,
+        )
+    assert model.__dict__["choices"] == []

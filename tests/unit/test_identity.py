@@ -38,6 +38,10 @@ def test_a_valid_token_names_its_user() -> None:
         ({}, {"sub": None}, "'sub'"),
         ({}, {"exp": None}, "'exp'"),
         ({}, {"sub": "  "}, "names no user"),
+        # The library's user id rule, at auth time: no token names a user it would refuse.
+        ({}, {"sub": "a" * 257}, "'sub'.*longer than 256"),
+        ({}, {"sub": "ali\x00ce"}, "'sub'.*printable"),
+        ({}, {"sub": "alice\nbob"}, "'sub'.*printable"),
     ],
 )
 def test_claims_are_checked(settings: dict[str, str], claims: dict[str, Any], reason: str) -> None:

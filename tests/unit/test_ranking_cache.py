@@ -142,10 +142,11 @@ def test_another_users_write_reopens_chroma_so_new_vectors_are_read(
     stores: tuple[LongTermMemoryStore, ...], embed: HashEmbed
 ) -> None:
     reader, writer = stores
+    _add(writer, embed, "a1")
     _add(writer, embed, "b1", user="bob")
     writer.flush()
     assert set(reader.index_for("bob").units) == {"b1"}
-    alice = reader.index_for("alice")
+    alice = reader.index_for("alice")  # a user with memories: an empty one is never cached
 
     _add(writer, embed, "b2", user="bob")
     writer.flush()
