@@ -50,9 +50,9 @@ class Settings(BaseSettings):
     retrieval_min_score: float = Field(default=0.1, ge=0.0, le=1.0)
     """Lowest relevance (0..1, see README) a memory needs to be returned."""
     max_agent_steps: int = Field(default=4, ge=1, le=MAX_AGENT_STEPS_LIMIT)
-    """Tool executions allowed in one turn (seed 002)."""
+    """Tool executions allowed in one turn; the turn ends with max_steps when they run out."""
     tool_step_token_reserve: int = Field(default=1600, ge=0)
-    """Tokens reserved in the context for each agent step (seed 001)."""
+    """Tokens kept free in the context for each allowed tool step (a call and its result)."""
     context_token_budget: int = Field(default=12000, ge=1000)
     """Token budget of the assembled context, reserve included."""
     recency_half_life_days: float = Field(default=90.0, gt=0)
@@ -103,11 +103,6 @@ class Settings(BaseSettings):
     def auth_enabled(self) -> bool:
         """Whether the server verifies bearer tokens (a secret or a JWKS URL is set)."""
         return self.auth_secret is not None or bool(self.auth_jwks_url)
-
-    @property
-    def agent_token_reserve(self) -> int:
-        """Tokens kept free for the agent loop: the per-step reserve times the step limit."""
-        return self.tool_step_token_reserve * self.max_agent_steps
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -29,7 +29,8 @@ CHARS_PER_TOKEN = 4
 
 
 def _earlier_turns(messages: list[AnyMessage]) -> list[list[AnyMessage]]:
-    """Earlier turns as [user message, final reply], tool traffic left out (seed 002)."""
+    """Earlier turns as [user message, final reply]; tool traffic is never replayed, so no
+    tool call can be separated from its result."""
     turns: list[list[AnyMessage]] = []
     for message in messages:
         if isinstance(message, HumanMessage):

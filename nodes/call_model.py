@@ -44,7 +44,7 @@ def _bound_model(runtime: Runtime[Context]) -> Any:
 def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Call the model once and set the stop reason when the turn ends here.
 
-    MAX_AGENT_STEPS counts tool executions (seed 002): after the last allowed
+    MAX_AGENT_STEPS counts tool executions: after the last allowed
     observation the model gets one more call, and a tool call it asks for then
     ends the turn with ``max_steps`` without being run.
     """

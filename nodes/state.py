@@ -42,7 +42,7 @@ __all__ = [
 
 
 class StopReason(StrEnum):
-    """Why a turn ended (seed 002); every run ends with exactly one."""
+    """Why a turn ended; every run ends with exactly one."""
 
     FINAL_ANSWER = "final_answer"
     MAX_STEPS = "max_steps"
