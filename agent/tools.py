@@ -280,6 +280,9 @@ def dispatch(name: str, raw_arguments: Any, ctx: ToolContext) -> DispatchResult:
         except json.JSONDecodeError as error:
             message = f"arguments are not valid JSON: {error.msg}"
             return DispatchResult(failed_observation(message), ok=False)
+        except ValueError:  # Python refuses integers of more than 4300 digits
+            message = "arguments hold a number too long to read"
+            return DispatchResult(failed_observation(message), ok=False)
         except RecursionError:
             message = "arguments are nested too deeply"
             return DispatchResult(failed_observation(message), ok=False)

@@ -37,6 +37,8 @@ def _config(thread_id: str, user_id: str) -> dict[str, Any]:
 
 def _print_step(node: str, update: dict[str, Any]) -> None:
     """Show one node's action and observation (the --verbose trace)."""
+    if node == "redact_transcript":
+        return  # its messages are redacted copies of ones already shown
     for message in update.get("messages", []) or []:
         if isinstance(message, AIMessage) and message.tool_calls:
             for call in message.tool_calls:

@@ -1,4 +1,4 @@
-"""`memora demo`: the seed documents' test scenarios played through the whole agent."""
+"""`memora demo`: the scenarios a memory agent must get right, played through the whole agent."""
 
 from __future__ import annotations
 
@@ -18,26 +18,26 @@ from memora.api import Memora
 from memora.config import get_settings
 
 DEMO_SESSIONS: list[tuple[str, list[str]]] = [
-    ("seed 000 §15, test 1: no memory needed", ["請解釋 present perfect。"]),
+    ("scenario 1: no memory needed", ["請解釋 present perfect。"]),
     (
-        "seed 000 §15, test 2: recall a past weakness",
+        "scenario 2: recall a past weakness",
         [
             "請記住，我的弱點是經常混淆 present perfect 和 past simple。",
             "依照我以前提過的弱點，今天應該練什麼？",
         ],
     ),
-    ("seed 000 §15, test 3: remember on request", ["請記住，我預計明年五月參加 IELTS。"]),
-    ("seed 000 §15, test 4: sensitive data is refused", ["請記住，我的驗證碼是 123456。"]),
-    ("seed 000 §15, test 5: forget needs approval", ["不要再記得我以前想準備 IELTS。"]),
+    ("scenario 3: remember on request", ["請記住，我預計明年五月參加 IELTS。"]),
+    ("scenario 4: sensitive data is refused", ["請記住，我的驗證碼是 123456。"]),
+    ("scenario 5: forget needs approval", ["不要再記得我以前想準備 IELTS。"]),
     (
-        "seed 003, session 1: preferences and project",
+        "scenario 6, session 1: preferences and project",
         [
             "I prefer concise answers with code examples.",
             "I'm working on a project called Atlas, a LangGraph agent for travel planning.",
         ],
     ),
     (
-        "seed 003, session 2 (new thread): recall across sessions",
+        "scenario 6, session 2 (new thread): recall across sessions",
         [
             "What do you know about my project and my preferred style?",
         ],
@@ -52,7 +52,7 @@ def demo(
         Path | None, typer.Option("--data-dir", help="Keep the demo store here (default: temp).")
     ] = None,
 ) -> None:
-    """Run the seed scenarios offline, printing the agent trace and the memory table."""
+    """Run the scenarios offline, printing the agent trace and the memory table."""
     with tempfile.TemporaryDirectory(prefix="memora-demo-") as tmp:
         root = data_dir or Path(tmp)
         settings = get_settings().model_copy(update={"data_dir": root})

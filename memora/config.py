@@ -53,9 +53,9 @@ class Settings(BaseSettings):
     retrieval_min_score: float = Field(default=0.1, ge=0.0, le=1.0)
     """Lowest relevance (0..1, see README) a memory needs to be returned."""
     max_agent_steps: int = Field(default=4, ge=1, le=MAX_AGENT_STEPS_LIMIT)
-    """Tool executions allowed in one turn (seed 002)."""
+    """Tool executions allowed in one turn; the turn ends with max_steps when they run out."""
     tool_step_token_reserve: int = Field(default=1600, ge=0)
-    """Tokens reserved in the context for each agent step (seed 001)."""
+    """Tokens kept free in the context for each allowed tool step (a call and its result)."""
     context_token_budget: int = Field(default=12000, ge=1000)
     """Token budget of the assembled context, reserve included."""
     recency_half_life_days: float = Field(default=90.0, gt=0)
@@ -118,11 +118,6 @@ class Settings(BaseSettings):
         """The model names a run may choose: ``chat_model`` and ``allowed_chat_models``."""
         listed = (name.strip() for name in self.allowed_chat_models.split(","))
         return frozenset({self.chat_model, *(name for name in listed if name)})
-
-    @property
-    def agent_token_reserve(self) -> int:
-        """Tokens kept free for the agent loop: the per-step reserve times the step limit."""
-        return self.tool_step_token_reserve * self.max_agent_steps
 
 
 def load_settings(**overrides: object) -> Settings:

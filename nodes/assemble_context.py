@@ -31,7 +31,8 @@ CHARS_PER_TOKEN = 4
 
 
 def _earlier_turns(messages: list[AnyMessage]) -> list[list[AnyMessage]]:
-    """Earlier turns as [user message, final reply], tool traffic left out (seed 002)."""
+    """Earlier turns as [user message, final reply]; tool traffic is never replayed, so no
+    tool call can be separated from its result."""
     turns: list[list[AnyMessage]] = []
     for message in messages:
         if isinstance(message, HumanMessage):
@@ -106,7 +107,8 @@ def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         }
     memora = library(runtime)
     frame = DataFrame.new()
-    background = model_background(memora.get_profile(user_id), state.summary, frame)
+    profile = memora.get_profile(user_id)
+    background = model_background(profile, state.summary, frame)
     room = (
         memora.settings.context_token_budget
         - memora.settings.tool_step_token_reserve * step_limit(runtime)
@@ -126,12 +128,16 @@ def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         budget -= cost
     dropped = len(turns) - len(kept)
     newly_dropped = turns[state.summarised_turns : dropped]
+    summary = _summarise(newly_dropped, state.summary) if newly_dropped else state.summary
+    if summary != state.summary:
+        background = model_background(profile, summary, frame)
     return {
         **fresh_turn(),
         "data_frame_id": frame.frame_id,
+        "background": background,
         **({"messages": [cut.message], "cut_note": cut.note} if cut is not None else {}),
         "owner_user_id": user_id,
-        "summary": _summarise(newly_dropped, state.summary) if newly_dropped else state.summary,
+        "summary": summary,
         "summarised_turns": max(dropped, state.summarised_turns),
         "context_message_ids": [m.id for turn in kept for m in turn if m.id],
     }

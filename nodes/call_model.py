@@ -10,11 +10,9 @@ from langgraph.runtime import Runtime
 
 from agent.chat_models import get_chat_model
 from agent.messages import text_of
-from agent.prompts import model_background
 from agent.tools import tool_schemas
 from nodes.common import (
     current_turn_start,
-    data_frame,
     library,
     owned_user_id,
     requested_calls,
@@ -26,14 +24,12 @@ from nodes.state import Context, State, StopReason, stopped
 logger = logging.getLogger(__name__)
 
 
-def model_input(state: State, runtime: Runtime[Context] | None, user_id: str) -> list[AnyMessage]:
-    """Background, the earlier turns that fit, and this turn's messages."""
-    profile = library(runtime).get_profile(user_id)
-    background = model_background(profile, state.summary, data_frame(state))
+def model_input(state: State) -> list[AnyMessage]:
+    """The turn's background, the earlier turns that fit, and this turn's messages."""
     keep = set(state.context_message_ids)
     start = current_turn_start(state.messages)
     history = [m for m in state.messages[:start] if m.id in keep]
-    return [SystemMessage(background), *history, *state.messages[start:]]
+    return [SystemMessage(state.background), *history, *state.messages[start:]]
 
 
 def _bound_model(runtime: Runtime[Context]) -> Any:
@@ -44,13 +40,13 @@ def _bound_model(runtime: Runtime[Context]) -> Any:
 def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Call the model once and set the stop reason when the turn ends here.
 
-    MAX_AGENT_STEPS counts tool executions (seed 002): after the last allowed
+    MAX_AGENT_STEPS counts tool executions: after the last allowed
     observation the model gets one more call, and a tool call it asks for then
     ends the turn with ``max_steps`` without being run.
     """
-    user_id = owned_user_id(state, runtime)
+    owned_user_id(state, runtime)
     try:
-        response = _bound_model(runtime).invoke(model_input(state, runtime, user_id))
+        response = _bound_model(runtime).invoke(model_input(state))
     except Exception as error:  # any provider failure ends the turn with api_error
         logger.warning("chat model call failed: %s", error)
         return {

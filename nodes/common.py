@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -129,16 +128,8 @@ def current_turn_start(messages: list[AnyMessage]) -> int:
 
 
 def data_frame(state: State) -> DataFrame:
-    """The frame this turn quotes stored text in (drawn by assemble_context).
-
-    A state without one (a checkpoint written before frames existed) gets a frame
-    derived from the turn's user message id, so every node of the turn agrees on it.
-    """
-    if state.data_frame_id:
-        return DataFrame(state.data_frame_id)
-    start = current_turn_start(state.messages)
-    anchor = state.messages[start].id if start < len(state.messages) else None
-    return DataFrame(hashlib.sha256(str(anchor).encode()).hexdigest()[:8])
+    """The frame this turn quotes stored text in (drawn by assemble_context)."""
+    return DataFrame(state.data_frame_id)
 
 
 def last_ai_message(messages: list[AnyMessage]) -> AIMessage | None:

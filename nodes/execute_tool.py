@@ -75,7 +75,7 @@ def execute_tool(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             dict.fromkeys(state.used_memory_ids + result.used_memory_ids)
         )
         update["pending_actions"] = to_checkpoint(
-            state.pending_actions
-            + [action for action in result.pending_actions if action not in state.pending_actions]
+            state.actions
+            + [action for action in result.pending_actions if action not in state.actions]
         )
     return update

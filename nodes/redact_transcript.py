@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from agent.messages import text_of
 from memora.redaction import redact, sensitive_values
 from nodes.common import current_turn_start, library, settings
-from nodes.state import Context, State, to_checkpoint
+from nodes.state import Context, State
 
 
 def _strings(value: Any) -> list[str]:
@@ -95,7 +95,13 @@ def _judged_values(
 
 
 def redact_transcript(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Replace this turn's messages (and pending actions) by their redacted copies."""
+    """Replace this turn's messages (and pending actions) by their redacted copies, and drop
+    the turn's background: the model has had it, and the checkpoint must not keep the
+    profile a person may change or erase."""
+    return {"background": "", **_redacted_turn(state, runtime)}
+
+
+def _redacted_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if not settings(runtime).redact_transcripts:
         return {}
     turn = state.messages[current_turn_start(state.messages) :]
@@ -119,7 +125,7 @@ def redact_transcript(state: State, runtime: Runtime[Context]) -> dict[str, Any]
     reply = redact(state.reply, also=found, keep=keep)
     if reply.redactions:
         update["reply"] = reply.text
-    actions, cut = _redacted_value(to_checkpoint(state.pending_actions), found, keep)
+    actions, cut = _redacted_value(state.pending_actions, found, keep)
     if cut:
         update["pending_actions"] = actions
     return update

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
+from functools import cached_property
 from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage
@@ -42,7 +43,7 @@ __all__ = [
 
 
 class StopReason(StrEnum):
-    """Why a turn ended (seed 002); every run ends with exactly one."""
+    """Why a turn ended; every run ends with exactly one."""
 
     FINAL_ANSWER = "final_answer"
     MAX_STEPS = "max_steps"
@@ -122,21 +123,27 @@ class TurnResult:
     """Embedding tokens used by tools and the write path in this turn."""
     used_memory_ids: list[str] = field(default_factory=list)
     """Memories this turn's searches returned; touched only on a final answer."""
-    pending_actions: list[PendingAction] = field(default_factory=list)
-    """Remember and forget actions awaiting a final answer (never shown to the model)."""
+    pending_actions: list[dict[str, Any]] = field(default_factory=list)
+    """Remember and forget actions awaiting a final answer (never shown to the model), as
+    the checkpoint keeps them: plain JSON, read as models through :attr:`actions`."""
 
     def __post_init__(self) -> None:
-        self.pending_actions = as_pending_actions(self.pending_actions)
         if self.stop_reason is not None:
             self.stop_reason = StopReason(self.stop_reason)
 
+    @cached_property
+    def actions(self) -> list[RememberAction | ForgetAction]:
+        """The pending actions as models, parsed once per state and only when a node asks
+        (most nodes never read them)."""
+        return as_pending_actions(self.pending_actions)
+
     def remember_actions(self) -> list[RememberAction]:
         """The pending remember actions, in the order the tools accepted them."""
-        return [a for a in self.pending_actions if isinstance(a, RememberAction)]
+        return [a for a in self.actions if isinstance(a, RememberAction)]
 
     def forget_actions(self) -> list[ForgetAction]:
         """The pending forget actions, in the order the model asked."""
-        return [a for a in self.pending_actions if isinstance(a, ForgetAction)]
+        return [a for a in self.actions if isinstance(a, ForgetAction)]
 
 
 @dataclass(kw_only=True)
@@ -165,6 +172,9 @@ class Turn(TurnResult):
     """Detail of an api_error or tool_error, for logs and --verbose."""
     data_frame_id: str = ""
     """The random code of this turn's quoted-data frames (agent.spotlight), set at its start."""
+    background: str = ""
+    """The model's system message for this turn (instructions, profile, summary), built once
+    by assemble_context; emptied with the turn's redaction, so no saved checkpoint keeps it."""
 
 
 def fresh_turn() -> dict[str, Any]:

@@ -55,7 +55,7 @@ def current_turn(messages: Sequence[BaseMessage]) -> tuple[str, list[Step]]:
     """The latest user message and the tool traffic after it.
 
     Earlier turns are ignored on purpose: their tool calls and observations were
-    answered already and must not steer this turn (seed 002).
+    answered already and must not steer this turn.
 
     Args:
         messages: The whole model input.

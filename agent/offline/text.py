@@ -99,7 +99,7 @@ class Lang:
 
         Chinese wins when it has at least as many CJK characters as Latin words
         ("請解釋 present perfect。" is a Chinese question about English). Text that
-        reads the same in both scripts is answered in Traditional, the spec's script.
+        reads the same in both scripts is answered in Traditional, the replies' own script.
 
         Args:
             text: The user's message.

@@ -317,17 +317,11 @@ class RankingCache:
         copied = self._local.read(user_id)
         sealed = {i: copied[i] for i in ids if i in copied and i in sealed_before}
         stored = self._vectors.get([i for i in ids if i not in sealed])
-        # A vector without a key was forgotten by another process since the rows were read;
-        # one whose key is new was written before vectors were sealed.
+        # A vector without a key was forgotten by another process since the rows were read.
         sealed |= {k: v for k, v in stored.items() if k in sealed_before}
         vectors = _unsealed(sealed, keys)
-        vectors |= {k: v for k, v in stored.items() if k in keys and k not in sealed_before}
         if needs_refresh(len(stored), copied, live):
             self._writer.run_later(lambda: self._local.write(user_id, sealed))
-        resealed = [r.unit() for r in records if r.id in vectors and r.id not in sealed_before]
-        if resealed:
-            plain = np.array([vectors[unit.id] for unit in resealed])
-            self._writer.submit(resealed, seal(plain, [keys[u.id] for u in resealed]))
         missing = [r.unit() for r in records if r.id not in vectors and r.id in keys]
         self._embed_missing(missing, vectors, keys)
         matrix = np.zeros((len(records), self._dimension), dtype=np.float32)

@@ -95,6 +95,7 @@ def test_chat_no_answer_keeps_the_memory_and_verbose_shows_steps(tmp_path: Path)
     chat.expect("Action: remember_memory")
     chat.expect("Observation: .*accepted_for_commit")
     chat.expect("You: ")
+    assert "Action:" not in chat.before, "the action was printed again after the reply"
     chat.sendline("Please forget that my favourite colour is teal.")
     chat.expect("Action: search_memory")
     chat.expect("Action: request_forget_memory")
@@ -108,12 +109,15 @@ def test_chat_no_answer_keeps_the_memory_and_verbose_shows_steps(tmp_path: Path)
 
 
 @pytest.mark.parametrize(("flag", "kept"), [("--yes", False), ("--no", True)])
-def test_demo_runs_the_seed_scenarios_offline(tmp_path: Path, flag: str, kept: bool) -> None:
+def test_demo_runs_the_scenarios_offline(tmp_path: Path, flag: str, kept: bool) -> None:
     result = _run(tmp_path, "demo", flag, "--data-dir", str(tmp_path / "demo"))
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "offline rules-based model" in out
-    assert out.count("seed 000") == 5 and "seed 003" in out
+    assert all(f"scenario {number}" in out for number in range(1, 7))
+    actions = [line.strip() for line in out.splitlines() if line.strip().startswith("Action:")]
+    assert len(actions) >= 5
+    assert len(actions) == len(set(actions)), "an action was printed more than once"
     assert "這筆資料沒有被儲存，因為它看起來是敏感資料（sensitive_data）。" in out
     assert re.search(r"Delete this memory\? \[y/N\]: [yn]", out)
     assert "Atlas" in out.split("session 2")[-1]  # recalled across sessions

@@ -140,35 +140,6 @@ def test_another_users_vectors_stay_readable(tmp_path: Path) -> None:
     reopened.close()
 
 
-@pytest.mark.parametrize("legacy_count", [3])
-def test_vectors_written_before_sealing_are_sealed_on_load(
-    tmp_path: Path, legacy_count: int
-) -> None:
-    root = tmp_path / "data"
-    memora = Memora(load_settings(data_dir=root))
-    ids = [memora.add("alice", fact).memory_id or "" for fact in FACTS[:legacy_count]]
-    memora.flush()
-    plain = memora.embeddings.embed_array(FACTS[:legacy_count])
-    # A store from before sealing: plain vectors in Chroma, no keys in the rows.
-    memora.store.vectors.upsert(memora.list("alice"), plain)
-    with memora.store.db.transaction() as conn:
-        conn.execute("DELETE FROM vector_keys")
-    memora.close()
-    reopened = Memora(load_settings(data_dir=root))
-    hits = reopened.search("alice", FACTS[0])
-    assert hits[0].memory.id == ids[0] and hits[0].semantic_similarity > 0.95
-    reopened.flush()
-    keys = reopened.store.rows.vector_keys("alice", ids)
-    assert set(keys) == set(ids)
-    stored = reopened.store.vectors.get(ids)
-    for memory_id, vector in zip(ids, plain, strict=True):
-        assert not np.allclose(stored[memory_id], vector, atol=1e-3)
-        assert np.allclose(
-            unseal(stored[memory_id][None, :], [keys[memory_id]])[0], vector, atol=1e-4
-        )
-    reopened.close()
-
-
 def test_nothing_of_a_forgotten_memory_stays_in_postgres_tables_or_heap(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:

@@ -328,3 +328,22 @@ def test_a_first_person_question_with_an_empty_memory_says_nothing_was_found(age
     assert result["reply"] == (
         '[offline model] I could not find anything in your memory about "favourite composer".'
     )
+
+
+def test_a_turn_reads_the_profile_once_and_keeps_no_background(
+    agent: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    library = _store()
+    library.set_profile("alice", "city", "Kaohsiung")
+    reads: list[str] = []
+    real_get_profile = library.get_profile
+
+    def counted(user_id: str) -> dict[str, str]:
+        reads.append(user_id)
+        return real_get_profile(user_id)
+
+    monkeypatch.setattr(library, "get_profile", counted)
+    result = _turn(agent, "t1", "依照我以前提過的弱點，今天應該練什麼？")
+    assert _tool_names(result) == ["search_memory"]  # two model calls in the turn
+    assert reads == ["alice"]
+    assert result["background"] == ""  # the saved state holds no profile

@@ -12,7 +12,6 @@ def test_defaults_and_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
     settings = load_settings()
     assert settings.data_dir == tmp_path
     assert settings.max_agent_steps == 6
-    assert settings.agent_token_reserve == 1600 * 6
 
 
 def test_home_is_expanded(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memora.models import MemoryCandidate
+from memora.models import MemoryCandidate, RejectionReason
 from memora.write.policy import check_candidate
 from memora.write.policy.engine import (
     Pattern,
@@ -45,13 +45,23 @@ def test_examples_fire_and_counterexamples_do_not(file: str, kind: str, entry: P
 
 
 RULES = [(n, r) for n in rule_file_names() for r in load_rule_file(n).rules]
+CLAIMED_EARLIER = {
+    # An order to the assistant is refused as an instruction before the refusal rules run.
+    "Erase that from your memory after this chat.": RejectionReason.INSTRUCTION_LIKE,
+}
+"""Examples a hard rule checked earlier refuses first, with the reason it gives."""
 
 
 @pytest.mark.parametrize(("file", "rule"), RULES, ids=[f"{n}:{r.id}" for n, r in RULES])
 def test_the_gate_rejects_every_rule_example(file: str, rule: Pattern) -> None:
+    reason = load_rule_file(file).reason
     for text in rule.examples:
         verdict = check_candidate(MemoryCandidate(content=text, user_message=text))
         assert verdict is not None, f"the gate stored {text!r}, an example of {rule.id}"
+        refused_for, rule_name = verdict
+        expected = CLAIMED_EARLIER.get(text, reason)
+        assert refused_for is expected, f"{text!r} ({file}:{rule.id}) refused as {refused_for}"
+        assert text not in rule_name  # a rejection names its rule, never the text
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from memora.models import MemoryCandidate, MemoryUnit, Neighbour, ReconcileAction
+from memora.models import (
+    MemoryCandidate,
+    MemoryUnit,
+    Neighbour,
+    ReconcileAction,
+    ReconcileDecision,
+)
 from memora.write.reconcile import LLMReconciler, OfflineReconciler
 
 
@@ -177,9 +183,20 @@ def test_llm_reconciler_falls_back_to_review(answer: dict[str, Any]) -> None:
     assert decision.target_ids == []
 
 
-def test_scripted_answer_is_json_serialisable() -> None:
-    # Guards the fake itself: tool-call args must be plain JSON like a real model's.
-    json.dumps({"action": "create", "target_ids": []})
+def test_the_scripted_model_answers_like_a_real_one() -> None:
+    # Guards the fake itself: a real model's tool call names the schema it was bound to and
+    # carries plain JSON arguments, which the reconciler turns into its decision.
+    answer = {"action": "create", "target_ids": [], "rationale": "a new fact"}
+    model = _ScriptedChatModel(answer=answer)
+    model.bind_tools([ReconcileDecision])
+    call = model.invoke("decide").tool_calls[0]
+    assert call["name"] == "ReconcileDecision"
+    assert json.loads(json.dumps(call["args"])) == answer
+    decision = _llm(answer).decide(
+        MemoryCandidate(content="I play tennis"), [_n("m1", "I live in Taipei", 0.2)]
+    )
+    assert decision.action is ReconcileAction.CREATE
+    assert decision.target_ids == []
 
 
 def test_swapped_multiword_name_updates() -> None:
