@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
-
 from memora.audit import AuditEntry, AuditLog
 from memora.config import Settings, get_settings
 from memora.embeddings import MemoraEmbeddings, make_embeddings
@@ -48,7 +46,6 @@ from memora.write.consolidation import ConsolidationReport, Consolidator
 from memora.write.importance import ImportanceScorer, LLMImportanceScorer, RuleImportanceScorer
 from memora.write.policy import MemoryClassifier
 from memora.write.reconcile import LLMReconciler, OfflineReconciler, Reconciler
-from memora.write.reconcile.trained import TrainedReconciler
 from memora.write.transfer import ImportReport, parse_import_line, renumber
 from memora.write.write_path import WriteOutcome, WritePath
 
@@ -124,14 +121,7 @@ class Memora:
         self.classifier = classifier or (LLMMemoryClassifier(judge) if judge else None)
         self.clock = clock
         self.judge = trained_judgement(self.settings.judgement)
-        self.reconciler = reconciler or self._offline_or_model_reconciler(judge)
-
-    def _offline_or_model_reconciler(self, chat_judge: BaseChatModel | None) -> Reconciler:
-        if chat_judge is not None:
-            return LLMReconciler(chat_judge)
-        if self.judge is not None and self.judge.relation_model is not None:
-            return TrainedReconciler(self.judge)
-        return OfflineReconciler()
+        self.reconciler = reconciler or (LLMReconciler(judge) if judge else OfflineReconciler())
 
     def close(self) -> None:
         """Finish pending vector writes and close the databases."""

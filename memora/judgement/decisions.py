@@ -93,10 +93,8 @@ class Judgement:
     """Sentence probability above which a text holds a secret."""
     SECRET_SPAN = 0.5
     """Span probability above which a value is cut from a transcript."""
-    UPDATE = 0.75
-    """Relation probability of ``update`` needed before a memory supersedes another."""
-    RESTATEMENT = 0.6
-    """Relation probability of ``restatement`` needed to skip a candidate as a duplicate."""
+    DISTINCT = 0.9
+    """Relation probability of ``distinct`` at which a proposed replacement is dropped."""
 
     def __init__(self, encoder: SentenceEncoder, weights_dir: Path = WEIGHTS_DIR) -> None:
         self.encoder = encoder

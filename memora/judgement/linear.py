@@ -72,7 +72,7 @@ def train_softmax(
     *,
     l2: float = 1e-3,
     steps: int = 400,
-    learning_rate: float = 0.05,
+    learning_rate: float = 0.01,
     class_weights: np.ndarray | None = None,
 ) -> SoftmaxModel:
     """Fit weights to (rows, features) inputs and integer class ``targets``."""

@@ -45,6 +45,7 @@ GATE_CORPORA = (
     "gate_multilingual.jsonl",
     "gate_chinese.jsonl",
     "gate_contrast.jsonl",
+    "gate_people.jsonl",
     "injection.jsonl",
 )
 SELF_EVIDENT = ("store", "sensitive", "instruction", "vague")
@@ -294,7 +295,7 @@ CARD_PURPOSE = {
     + ". Only a confident `update` supersedes, and only that one memory.",
 }
 CARD_DATA = {
-    "gate": "corpora/gate_multilingual.jsonl, corpora/gate_chinese.jsonl, "
+    "gate": "corpora/gate_*.jsonl (multilingual, Chinese, contrasts, people), "
     "corpora/injection.jsonl, and the examples of the rule files (memora/write/policy/rules)",
     "secret": "corpora/secrets.jsonl, plus the store and sensitive candidates of the gate corpora",
     "secret_span": "corpora/secrets.jsonl (every candidate span of every text)",

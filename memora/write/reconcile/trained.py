@@ -1,9 +1,9 @@
-"""The trained reconciler: supersession needs the rules and the relation model to agree.
+"""The trained reconciler: the relation model can stop a replacement, never start one.
 
 Supersession is the exception. The offline rules propose what a candidate repeats
-or replaces; a proposed replacement of a stored memory stands only where the trained
-relation model also reads the pair as a new value for the same attribute of the same
-subject. Anything else is kept beside it, so distinct facts are never lost.
+or replaces; a proposed replacement of a stored memory is dropped (both are kept)
+where the trained relation model is confident the two are distinct facts, such as
+two occasions of the same kind of event, so distinct facts are not lost.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from memora.write.reconcile.offline import OfflineReconciler
 
 
 class TrainedReconciler:
-    """Reconciles with the offline rules, each replacement confirmed by the relation model."""
+    """Reconciles with the offline rules; the relation model vetoes replacing distinct facts."""
 
     def __init__(self, judge: Judgement, rules: OfflineReconciler | None = None) -> None:
         self.judge = judge
@@ -31,11 +31,11 @@ class TrainedReconciler:
         confirmed = [
             t
             for t, relation in zip(targets, relations, strict=True)
-            if relation and relation["update"] >= self.judge.UPDATE
+            if not relation or relation["distinct"] < self.judge.DISTINCT
         ]
         if confirmed:
             return proposed.model_copy(update={"target_ids": confirmed})
         return ReconcileDecision(
             action=ReconcileAction.KEEP_BOTH,
-            rationale="the relation model does not read it as a new value of the same attribute",
+            rationale="the relation model reads it as a distinct fact, not a new value",
         )
