@@ -89,6 +89,8 @@ class Judgement:
 
     GATE_SENSITIVE = 0.3
     """Gate probability of ``sensitive`` above which a candidate is refused as sensitive."""
+    INSTRUCTION = 0.85
+    """Gate probability of ``instruction`` needed to refuse a candidate as one."""
     SECRET_TEXT = 0.5
     """Sentence probability above which a text holds a secret."""
     SECRET_SPAN = 0.5

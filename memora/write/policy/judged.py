@@ -59,7 +59,12 @@ def trained_verdict(
     secret = float(judge.secret_probability([candidate.content])[0])
     if probabilities["sensitive"] >= judge.GATE_SENSITIVE or secret >= judge.SECRET_TEXT:
         return RejectionReason.SENSITIVE_DATA, "judge:sensitive"
-    label = max(probabilities, key=probabilities.__getitem__)
+    ranked = sorted(probabilities, key=probabilities.__getitem__, reverse=True)
+    label = ranked[0]
+    if label == "instruction" and probabilities[label] < judge.INSTRUCTION:
+        # Facts about people and their roles look like orders to a small model; the
+        # near-certain injection rules still veto, so only a confident reading refuses.
+        label = ranked[1]
     if label == "store":
         return None
     return GATE_REASONS[label], f"judge:{label}"
