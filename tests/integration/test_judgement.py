@@ -100,12 +100,13 @@ def test_a_turn_with_a_natural_secret_keeps_no_trace(
     model = ScriptedChatModel(script=[remember, _answer("好的。"), _answer("Hello again.")])
     monkeypatch.setattr("nodes.call_model.get_chat_model", lambda s, choice="": model)
     root = tmp_path / "data"
-    memora = Memora(load_settings(data_dir=root))
+    memora = Memora(load_settings(data_dir=root, judgement="trained"))
     context = Context(user_id="alice", memora=memora)
     config = {"configurable": {"thread_id": "t1", "user_id": "alice"}}
     with open_agent(root) as agent:
         agent.invoke({"messages": [HumanMessage(message)]}, config, context=context)
         agent.invoke({"messages": [HumanMessage("Hi!")]}, config, context=context)
+    assert memora.judge is not None
     assert memora.list("alice") == []
     memora.close()
     assert files_containing(root, [code.encode()]) == []

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from memora.judgement.decisions import WEIGHTS_DIR, Judgement
 from memora.models import MemoryCandidate, RejectionReason
+from memora.text.folding import fold
 
 VETOES_FILE = WEIGHTS_DIR / "vetoes.json"
 """The rules kept as vetoes, with their measured precision (written by ``memora train``)."""
@@ -60,6 +61,13 @@ def trained_verdict(
     if probabilities["sensitive"] >= judge.GATE_SENSITIVE or secret >= judge.SECRET_TEXT:
         return RejectionReason.SENSITIVE_DATA, "judge:sensitive"
     ranked = sorted(probabilities, key=probabilities.__getitem__, reverse=True)
+    if fold(candidate.content).strip() in fold(message):
+        # The user's own words, verbatim: whatever else they are, the assistant did not make them.
+        ranked.remove("assistant_generated")
+    if fold(candidate.content).strip() == fold(message).strip():
+        # A memory typed directly has no conversation to refuse it in; an explicit "don't keep
+        # this" in the text itself is still caught by the refusal rules kept as vetoes.
+        ranked.remove("refused")
     label = ranked[0]
     if label == "instruction" and probabilities[label] < judge.INSTRUCTION:
         # Facts about people and their roles look like orders to a small model; the
