@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import numpy as np
 from memora.judgement.encoder import SentenceEncoder, bundled_encoder
 from memora.judgement.features import pair_features, support_features, text_features
 from memora.judgement.linear import SoftmaxModel
-from memora.judgement.spans import Span, candidate_spans, span_features
+from memora.judgement.spans import candidate_spans, span_features
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +45,9 @@ Encode = Callable[[list[str]], np.ndarray]
 
 def gate_inputs(encode: Encode, candidates: list[str], messages: list[str]) -> np.ndarray:
     """Rows for the gate: both vectors, their product, and both texts' features."""
-    cand, mess = encode(candidates), encode(messages)
+    # One encoder call for both columns: the engine's cost is mostly per call on short texts.
+    vectors = encode(candidates + messages)
+    cand, mess = vectors[: len(candidates)], vectors[len(candidates) :]
     feats = np.stack(
         [
             np.concatenate([text_features(c), text_features(m), support_features(c, m)])
@@ -76,14 +77,6 @@ def weights_path(decision: str, encoder_slug: str) -> Path:
     return WEIGHTS_DIR / f"{decision}.{encoder_slug}.npz"
 
 
-@dataclass(frozen=True)
-class SecretSpan:
-    """A value the secret-span decision cut, with its probability."""
-
-    span: Span
-    probability: float
-
-
 class Judgement:
     """The trained decisions for one encoder; a decision without weights is ``None``."""
 
@@ -95,8 +88,6 @@ class Judgement:
     """Sentence probability above which a text holds a secret."""
     SECRET_SPAN = 0.5
     """Span probability above which a value is cut from a transcript."""
-    DISTINCT = 0.9
-    """Relation probability of ``distinct`` at which a proposed replacement is dropped."""
 
     def __init__(self, encoder: SentenceEncoder, weights_dir: Path = WEIGHTS_DIR) -> None:
         self.encoder = encoder
@@ -111,7 +102,6 @@ class Judgement:
         self.gate_model = load("gate")
         self.secret_model = load("secret")
         self.span_model = load("secret_span")
-        self.relation_model = load("relation")
 
     def gate(self, candidate: str, message: str) -> dict[str, float]:
         """Probability of each gate label for one candidate and its user message."""
@@ -127,21 +117,6 @@ class Judgement:
         if self.secret_model is None or not texts:
             return np.zeros(len(texts))
         return self.secret_model.probabilities(secret_inputs(self.encoder.encode, texts))[:, 1]
-
-    def secret_spans(self, text: str) -> list[SecretSpan]:
-        """The values in ``text`` the span decision takes for secrets."""
-        if self.span_model is None:
-            return []
-        spans = candidate_spans(text)
-        if not spans:
-            return []
-        rows = np.stack([span_features(text, span) for span in spans])
-        probs = self.span_model.probabilities(rows)[:, 1]
-        return [
-            SecretSpan(s, float(p))
-            for s, p in zip(spans, probs, strict=True)
-            if p >= self.SECRET_SPAN
-        ]
 
     def secret_value_spans(self, text: str) -> list[tuple[int, int]]:
         """Where the secret values of ``text`` are: in each sentence the model takes for one
@@ -167,14 +142,6 @@ class Judgement:
                 (match.start() + spans[i].start, match.start() + spans[i].end) for i in chosen
             ]
         return found
-
-    def relations(self, old_texts: list[str], new_text: str) -> list[dict[str, float]]:
-        """Probability of each relation label for a new memory against each old one."""
-        if self.relation_model is None or not old_texts:
-            return [{} for _ in old_texts]
-        rows = relation_inputs(self.encoder.encode, old_texts, [new_text] * len(old_texts))
-        probs = self.relation_model.probabilities(rows)
-        return [dict(zip(self.relation_model.labels, row.tolist(), strict=True)) for row in probs]
 
 
 @cache

@@ -61,10 +61,11 @@ def trained_verdict(
     if probabilities["sensitive"] >= judge.GATE_SENSITIVE or secret >= judge.SECRET_TEXT:
         return RejectionReason.SENSITIVE_DATA, "judge:sensitive"
     ranked = sorted(probabilities, key=probabilities.__getitem__, reverse=True)
-    if fold(candidate.content).strip() in fold(message):
+    content, said = fold(candidate.content).strip(), fold(message).strip()
+    if content in said:
         # The user's own words, verbatim: whatever else they are, the assistant did not make them.
         ranked.remove("assistant_generated")
-    if fold(candidate.content).strip() == fold(message).strip():
+    if content == said:
         # A memory typed directly has no conversation to refuse it in; an explicit "don't keep
         # this" in the text itself is still caught by the refusal rules kept as vetoes.
         ranked.remove("refused")
