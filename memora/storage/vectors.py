@@ -174,16 +174,32 @@ class ChromaVectorIndex:
         """
         found: dict[str, np.ndarray] = {}
         for start in range(0, len(ids), CHROMA_BATCH):
-            batch = list(ids[start : start + CHROMA_BATCH])
+            found.update(self._get_batch(list(ids[start : start + CHROMA_BATCH])))
+        return found
+
+    def _get_batch(self, batch: list[str]) -> dict[str, np.ndarray]:
+        """One batch of :meth:`get`.
+
+        A Chroma server that is being written to by another process can answer
+        with fewer embeddings than ids; such an answer cannot be paired, so it is
+        asked again, and a batch that never pairs counts as having no vectors
+        (callers re-embed a memory whose vector is missing).
+        """
+        for attempt in range(CHROMA_ATTEMPTS):
             result = self._call(
                 "read", functools.partial(_get_by_ids, ids=batch, include=["embeddings"])
             )
             embeddings = result.get("embeddings")
             if embeddings is None:
-                continue
-            for memory_id, vector in zip(result["ids"], embeddings, strict=True):
-                found[memory_id] = np.asarray(vector, dtype=np.float32)
-        return found
+                return {}
+            if len(embeddings) == len(result["ids"]):
+                return {
+                    memory_id: np.asarray(vector, dtype=np.float32)
+                    for memory_id, vector in zip(result["ids"], embeddings, strict=True)
+                }
+            time.sleep(0.05 * 2**attempt)
+        logger.warning("Chroma kept answering with unpaired vectors; treating them as missing")
+        return {}
 
     def upsert(self, units: Sequence[MemoryUnit], vectors: np.ndarray) -> None:
         """Write one vector per memory, labelled with its owner.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+import traceback
 from pathlib import Path
 
 from memora.api import Memora
@@ -58,7 +59,9 @@ def main() -> None:
                 ids.append(outcome.memory_id)
             memora.search("alice", f"{rng.choice(THINGS)} from {rng.choice(PLACES)}")
         except Exception as error:  # the test counts every one; none is expected
-            errors.append(f"{type(error).__name__}: {error}")
+            where = traceback.extract_tb(error.__traceback__)[-1]
+            errors.append(f"{type(error).__name__}: {error} ({where.filename}:{where.lineno})")
+            traceback.print_exc()
     memora.close()
     print(json.dumps({"ids": ids, "errors": errors}))
 

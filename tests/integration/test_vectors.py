@@ -106,3 +106,32 @@ def test_writer_survives_a_failed_batch(tmp_path: Path) -> None:
     writer.submit(_units(1, prefix="good"), _vectors(1))
     writer.flush()
     assert sorted(index.get(["bad0", "good0"])) == ["good0"]
+
+
+def test_an_answer_with_fewer_vectors_than_ids_is_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Chroma server being written by another process can answer a read by id with
+    fewer embeddings than ids; such an answer cannot be paired, so it is asked again."""
+    from memora.storage import vectors as module
+
+    index = ChromaVectorIndex(tmp_path, SPEC)
+    units, vectors = _units(3), _vectors(3)
+    index.upsert(units, vectors)
+    real = module._get_by_ids
+    answers = {"short": 1}
+
+    def short_once(collection: object, ids: list[str], include: list[str]) -> dict:
+        result = dict(real(collection, ids=ids, include=include))
+        if answers["short"] > 0:
+            answers["short"] -= 1
+            result["embeddings"] = list(result["embeddings"])[:-1]
+        return result
+
+    monkeypatch.setattr(module, "_get_by_ids", short_once)
+    found = index.get(["m0", "m1", "m2"])
+    assert sorted(found) == ["m0", "m1", "m2"]
+    np.testing.assert_allclose(found["m1"], vectors[1], rtol=1e-6)
+
+    answers["short"] = 100
+    assert index.get(["m0", "m1"]) == {}  # never paired: missing, so callers re-embed
