@@ -79,6 +79,12 @@ EMPTY_RESPONSE_REPLY = (
     "The language model returned an empty response. Nothing was remembered or forgotten; "
     "please try again."
 )
+MEMORY_NOT_SAVED_NOTE = (
+    "(Nothing from this turn was saved to memory: the memory store could not be written"
+    " ({error}). Please ask me again to remember it.)"
+)
+"""Added to a final answer whose remember actions could not be committed."""
+
 TOOL_ERROR_REPLY = (
     "A tool failed while handling this request ({error}). Nothing was remembered or "
     "forgotten; please try again."
