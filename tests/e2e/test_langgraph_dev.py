@@ -264,6 +264,14 @@ def test_forget_approved_deletes_the_memory(
     assert _pending_interrupts(client, thread_id) == []
     assert remembered.memory_id not in _memories(memora, "alice"), "approved forget kept it"
     assert memora.get("alice", remembered.memory_id) is None
+    # Its words left the conversation it was forgotten in, and the one it was said in.
+    for thread in (thread_id, remembered.thread_id):
+        kept = json.dumps(client.threads.get_state(thread)["values"], ensure_ascii=False)
+        assert "concise answers" not in kept, f"thread {thread} still holds the memory"
+        past = json.dumps(client.threads.get_history(thread, limit=100), ensure_ascii=False)
+        assert "concise answers" not in past, f"thread {thread}'s history still holds it"
+    listed = [t for t in client.threads.search(limit=100) if t["thread_id"] == thread_id]
+    assert "concise answers" not in json.dumps(listed, ensure_ascii=False)
 
 
 def test_without_auth_the_server_warns_once_that_it_trusts_client_user_ids(server: Server) -> None:
