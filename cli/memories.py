@@ -134,6 +134,13 @@ def memories_history(memory_id: str, user: UserOption = "default") -> None:
     console.print(trail)
 
 
+SCRUB_PENDING_NOTE = (
+    "not yet scrubbed: another process is reading the store, so a copy of the deleted text"
+    " stays in its write-ahead log until that reader lets go; Memora clears it on its next"
+    " forget or when it closes"
+)
+
+
 @memories_app.command("forget")
 def memories_forget(
     memory_id: str,
@@ -153,6 +160,8 @@ def memories_forget(
             return
     deleted = memora.forget(user, memory_id, actor="cli")
     console.print(f"deleted {len(deleted)} version(s)")
+    if memora.scrub_pending:
+        console.print(SCRUB_PENDING_NOTE)
 
 
 @memories_app.command("review")

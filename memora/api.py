@@ -122,9 +122,21 @@ class Memora:
         self.clock = clock
         self.judge = trained_judgement(self.settings.judgement)
         self.reconciler = reconciler or (LLMReconciler(judge) if judge else OfflineReconciler())
+        self.scrub_pending = False
+        """A deletion's copy still waits in a write-ahead log that a reader in another
+        process holds; :meth:`finish_scrub` (run by every forget, erase and close) clears it."""
+
+    def finish_scrub(self) -> bool:
+        """Clear what deletions left in the logs; True when nothing is left pending."""
+        stores = self.store.scrub()
+        audit = self.audit.scrub()
+        self.scrub_pending = not (stores and audit)
+        return not self.scrub_pending
 
     def close(self) -> None:
         """Finish pending vector writes and close the databases."""
+        if self.scrub_pending:
+            self.finish_scrub()
         self.store.close()
         if self.audit.db is not self.store.db:
             self.audit.db.close()
@@ -356,8 +368,8 @@ class Memora:
         if deleted:
             self.audit.redact_reads_of(user_id, deleted)
             self.audit.record(user_id, "delete", "deleted", memory_ids=deleted, source=actor)
-            self.store.scrub()
-            self.audit.scrub()
+        if deleted or self.scrub_pending:
+            self.finish_scrub()
         return deleted
 
     def erase_user(self, user_id: str) -> ErasureReport:
@@ -375,9 +387,8 @@ class Memora:
             profile_fields=self.profile.erase(user_id),
             audit_entries=self.audit.erase(user_id),
         )
-        self.store.scrub()
         self.profile.scrub()
-        self.audit.scrub()
+        self.finish_scrub()
         return report
 
     def export_user(self, user_id: str) -> dict[str, Any]:

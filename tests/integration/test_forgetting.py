@@ -177,3 +177,28 @@ def test_nothing_of_a_forgotten_memory_stays_in_postgres_tables_or_heap(
     assert files_containing(tmp_path, [SECRET_FACT.encode(), key]) == []
     assert len(memora.list("alice")) == 300
     memora.close()
+
+
+def test_a_forget_behind_a_reader_says_the_scrub_is_pending_and_finishes_it(
+    tmp_path: Path,
+) -> None:
+    """A reader in another process holds SQLite's log: the deleted text stays in it until
+    the reader lets go, so the forget reports a pending scrub, and a later one finishes."""
+    import sqlite3
+
+    root = tmp_path / "data"
+    memora = Memora(load_settings(data_dir=root))
+    _bulk(memora, "alice", 20)
+    memory_id = memora.add("alice", SECRET_FACT).memory_id or ""
+    reader = sqlite3.connect(root / "memora.db")
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM memories").fetchone()
+    assert memora.forget("alice", memory_id) == [memory_id]
+    assert memora.scrub_pending
+    assert files_containing(root, [b"Chen Wei"]) != []  # the control: the log still holds it
+    reader.rollback()
+    reader.close()
+    assert memora.forget("alice", memory_id) == []  # nothing to delete; the scrub finishes
+    assert not memora.scrub_pending
+    assert files_containing(root, [b"Chen Wei"]) == []
+    memora.close()
