@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from memora.approvals import ForgetApprovals
 from memora.audit import AuditEntry, AuditLog
 from memora.config import Settings, get_settings
 from memora.embeddings import MemoraEmbeddings, make_embeddings
+from memora.forget_requests import ForgetRequests
 from memora.judgement import trained_judgement
 from memora.models import (
     MemoryCandidate,
@@ -70,6 +72,8 @@ class ErasureReport:
     """Vectors Chroma held for the user."""
     profile_fields: int
     audit_entries: int
+    forget_requests: int = 0
+    """Pending deletion requests dropped."""
     threads: int = 0
     """Conversation threads deleted (set by the caller that owns the checkpointer)."""
 
@@ -82,8 +86,9 @@ class History:
     audit: list[AuditEntry]
 
 
-class Memora:
-    """Long-term memory for many users: policy, write path, recall, lifecycle."""
+class Memora(ForgetApprovals):
+    """Long-term memory for many users: policy, write path, recall, lifecycle, and the
+    approval of deletion requests (:class:`memora.approvals.ForgetApprovals`)."""
 
     def __init__(
         self,
@@ -114,6 +119,7 @@ class Memora:
             else AuditLog.in_data_dir(self.settings.data_dir)
         )
         self.profile = UserProfileStore(self.store.db)
+        self.forget_requests = ForgetRequests(self.store.db)
         judge = write_judge(self.settings)
         self.importance = importance or (
             LLMImportanceScorer(judge) if judge else RuleImportanceScorer()
@@ -157,11 +163,14 @@ class Memora:
         said_at: datetime | None = None,
         reason: str = "explicit_request",
         metadata: dict[str, Any] | None = None,
+        replaces: str | None = None,
     ) -> WriteOutcome:
         """Remember one text through the full write path.
 
         ``user_message`` defaults to the text itself: a person typing a memory
-        is its own source.
+        is its own source. ``replaces`` names a memory of the user this text
+        updates: once accepted, the new memory supersedes it even where
+        reconciliation did not see the two as one (history is kept, as always).
 
         Raises:
             InvalidInput: The user id, text or user message breaks a limit or is not
@@ -181,7 +190,19 @@ class Memora:
             reason=reason,
             metadata=metadata or {},
         )
-        return self.store_accepted_memories(user_id, [candidate], source or MemorySource())[0]
+        outcome = self.store_accepted_memories(user_id, [candidate], source or MemorySource())[0]
+        if replaces is not None and outcome.accepted:
+            self._supersede(user_id, replaces, outcome)
+        return outcome
+
+    def _supersede(self, user_id: str, old_id: str, outcome: WriteOutcome) -> None:
+        if outcome.memory_id in (None, old_id) or old_id in outcome.affected_ids:
+            return
+        superseded = self.store.supersede_with_stored(user_id, [old_id], outcome.memory_id) or []
+        if superseded:
+            outcome.affected_ids.extend(superseded)
+            ids = [outcome.memory_id, *superseded]
+            self.audit.record(user_id, "write", "accepted", action="update", memory_ids=ids)
 
     def store_accepted_memories(
         self, user_id: str, candidates: Sequence[MemoryCandidate], source: MemorySource
@@ -354,10 +375,13 @@ class Memora:
         validate_memory_id(memory_id)
         deleted = self.store.delete(user_id, memory_id)
         if deleted:
+            dropped = self.forget_requests.remove_for_memories(user_id, deleted)
             self.audit.redact_reads_of(user_id, deleted)
             self.audit.record(user_id, "delete", "deleted", memory_ids=deleted, source=actor)
             self.store.scrub()
             self.audit.scrub()
+            if dropped:
+                self.forget_requests.scrub()
         return deleted
 
     def erase_user(self, user_id: str) -> ErasureReport:
@@ -374,9 +398,11 @@ class Memora:
             vectors=vectors,
             profile_fields=self.profile.erase(user_id),
             audit_entries=self.audit.erase(user_id),
+            forget_requests=self.forget_requests.erase(user_id),
         )
         self.store.scrub()
         self.profile.scrub()
+        self.forget_requests.scrub()
         self.audit.scrub()
         return report
 
