@@ -21,6 +21,7 @@ What differs from a plain store (see README, "Memora as a LangGraph store"):
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -48,6 +49,7 @@ DEFAULT_NAMESPACE: tuple[str, ...] = ("memories", USER_PLACEHOLDER)
 STORE_KEY = "store_key"
 """Metadata field holding the key a memory was put under."""
 VALUE_FIELDS = frozenset({"content", "memory_type"})
+_UUID_FORM = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 class MemoraStore(BaseStore):
@@ -208,11 +210,13 @@ class MemoraStore(BaseStore):
         memory written another way (the agent, the CLI) its id."""
         if not isinstance(key, str) or not key:
             raise InvalidInput("a store key is a non-empty string")
+        # LangMem hands ids back as UUIDs: a memory id (32 hex digits) comes back dashed.
+        memory_id = key.replace("-", "") if _UUID_FORM.fullmatch(key) else key
         try:
-            unit = self.memora.get(user_id, key)
+            unit = self.memora.get(user_id, memory_id)
         except InvalidInput:
             unit = None  # a key need not have a memory id's form
-        if unit is not None and unit.status is MemoryStatus.ACTIVE and key == _key(unit):
+        if unit is not None and unit.status is MemoryStatus.ACTIVE and _key(unit) == unit.id:
             return unit
         # Keys chosen by callers are kept in the memory's metadata; read a batch at a time.
         return next((unit for unit in self._active(user_id) if _key(unit) == key), None)
