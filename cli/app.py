@@ -16,6 +16,7 @@ from cli.eval_memory import eval_memory
 from cli.eval_secrets import eval_secrets  # noqa: F401  (registers the command)
 from cli.evals import eval_app
 from cli.library import close_opened
+from cli.mcp import mcp
 from cli.memories import memories_app
 from cli.profile import profile_app
 from cli.threads import threads_app
@@ -82,6 +83,7 @@ app.add_typer(threads_app, name="threads")
 app.add_typer(users_app, name="users")
 app.command("chat")(chat)
 app.command("demo")(demo)
+app.command("mcp")(mcp)
 app.command("train")(train)
 
 
