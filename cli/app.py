@@ -29,6 +29,7 @@ from memora.errors import (
     IdentityError,
     InvalidInput,
     MemoraError,
+    MemoryRefused,
     NotFound,
     StoreError,
 )
@@ -38,6 +39,7 @@ from memora.validation import check_arguments
 EXIT_CODES: tuple[tuple[type[MemoraError], int], ...] = (
     (NotFound, 1),
     (InvalidInput, 2),
+    (MemoryRefused, 2),
     (ConfigurationError, 2),
     (StoreError, 2),
     (IdentityError, 2),
@@ -45,7 +47,7 @@ EXIT_CODES: tuple[tuple[type[MemoraError], int], ...] = (
 """The exit status of each kind of known failure; any other ``MemoraError`` exits 1.
 
 2 means nothing was done: refused input (not valid UTF-8, over a limit, a malformed
-id), a bad setting, or a store that cannot be opened.
+id, a memory the policy refuses), a bad setting, or a store that cannot be opened.
 """
 
 
