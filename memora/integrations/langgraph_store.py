@@ -21,6 +21,7 @@ What differs from a plain store (see README, "Memora as a LangGraph store"):
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -40,8 +41,10 @@ from langgraph.store.base import (
 
 from memora.api import Memora
 from memora.errors import ConfigurationError, InvalidInput, MemoryRefused
+from memora.limits import MAX_MEMORY_ID_CHARS
 from memora.models import MemorySource, MemoryStatus, MemoryType, MemoryUnit
 from memora.recall.retrieval import RetrievedMemory
+from memora.validation import check_identifier, validate_user_id
 
 USER_PLACEHOLDER = "{user_id}"
 DEFAULT_NAMESPACE: tuple[str, ...] = ("memories", USER_PLACEHOLDER)
@@ -126,14 +129,14 @@ class MemoraStore(BaseStore):
         namespace = tuple(namespace)
         if len(namespace) != len(self.layout) or not self._fits(namespace):
             raise InvalidInput(f"a MemoraStore namespace looks like {self._shape()}")
-        return namespace[self.user_element]
+        return validate_user_id(namespace[self.user_element])
 
     def _user_of_prefix(self, prefix: tuple[str, ...]) -> str:
         if len(prefix) <= self.user_element or len(prefix) > len(self.layout):
             raise InvalidInput(f"a MemoraStore search names the user: {self._shape()}")
         if not self._fits(prefix):
             raise InvalidInput(f"a MemoraStore namespace looks like {self._shape()}")
-        return prefix[self.user_element]
+        return validate_user_id(prefix[self.user_element])
 
     def _fits(self, namespace: tuple[str, ...]) -> bool:
         return all(
@@ -189,8 +192,7 @@ class MemoraStore(BaseStore):
             found = ((unit, None) for unit in self._active(user_id))
         items = (self._item(user_id, unit, score) for unit, score in found)
         matching = (item for item in items if _matches(item.value, op.filter))
-        window = list(matching)[op.offset : op.offset + op.limit]
-        return [item for item in window if isinstance(item, SearchItem)]
+        return list(itertools.islice(matching, op.offset, op.offset + op.limit))
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         conditions = op.match_conditions or ()
@@ -208,18 +210,15 @@ class MemoraStore(BaseStore):
     def _resolve(self, user_id: str, key: str) -> MemoryUnit | None:
         """The user's active memory under ``key``: the key it was put under, or for a
         memory written another way (the agent, the CLI) its id."""
-        if not isinstance(key, str) or not key:
-            raise InvalidInput("a store key is a non-empty string")
+        check_identifier(key, "store key", MAX_MEMORY_ID_CHARS)
         # LangMem hands ids back as UUIDs: a memory id (32 hex digits) comes back dashed.
         memory_id = key.replace("-", "") if _UUID_FORM.fullmatch(key) else key
-        try:
-            unit = self.memora.get(user_id, memory_id)
-        except InvalidInput:
-            unit = None  # a key need not have a memory id's form
+        unit = self.memora.get(user_id, memory_id)
         if unit is not None and unit.status is MemoryStatus.ACTIVE and _key(unit) == unit.id:
             return unit
-        # Keys chosen by callers are kept in the memory's metadata; read a batch at a time.
-        return next((unit for unit in self._active(user_id) if _key(unit) == key), None)
+        # A key a caller chose is kept in the memory's metadata.
+        found = self.memora.store.list(user_id, MemoryStatus.ACTIVE, metadata=(STORE_KEY, key))
+        return found[-1] if found else None
 
     def _item(self, user_id: str, unit: MemoryUnit, score: float | None = None) -> SearchItem:
         return SearchItem(

@@ -217,3 +217,39 @@ def test_forgetting_another_way_drops_the_request(store: MemoraStore, memora: Me
     memory_id = memora.pending_forgets("alice")[0].memory_id
     memora.forget("alice", memory_id, actor="cli")
     assert memora.forget_requests.pending("alice") == []
+
+
+def test_keys_are_matched_exactly_whatever_they_hold(store: MemoraStore) -> None:
+    facts = {
+        "50%_off!": "I drink green tea every morning",
+        "50x_off!": "My cat is called Mochi",
+        'say "hi"': "I play the cello",
+        "k": "My sister Meiling is a nurse",
+        "kk": "I am learning Japanese",
+        "ключ 鑰匙": "I keep a sourdough starter named Bubbles",
+    }
+    for key, fact in facts.items():
+        store.put(ALICE, key, {"content": fact})
+    for key, fact in facts.items():
+        item = store.get(ALICE, key)
+        assert item is not None and (item.key, item.value["content"]) == (key, fact)
+    assert store.get(ALICE, "50%") is None and store.get(ALICE, "%") is None
+
+
+@pytest.mark.parametrize(
+    ("namespace", "key"),
+    [
+        (ALICE, "k" * 129),
+        (ALICE, "line\nbreak"),
+        (ALICE, ""),
+        (("memories", "bad\tid"), "k"),
+        (("memories", "u" * 300), "k"),
+    ],
+)
+def test_bad_keys_and_user_ids_are_refused(
+    store: MemoraStore, namespace: tuple[str, ...], key: str
+) -> None:
+    with pytest.raises(InvalidInput):
+        store.get(namespace, key)
+    with pytest.raises(InvalidInput):
+        store.put(namespace, key, {"content": "I like tea"})
