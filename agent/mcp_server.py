@@ -13,7 +13,10 @@ and no person in the loop:
   (:meth:`memora.api.Memora.request_forget`); the user approves it with
   ``memora memories pending`` / ``approve`` or in the inspector. Nothing is deleted here.
 
-One process serves one user (``--user``); its ids are checked against that user only.
+Over stdio one process serves one user (``--user``). Over streamable HTTP
+(``--http``) every request needs the server's bearer token (``MEMORA_AUTH_SECRET`` /
+``MEMORA_AUTH_JWKS_URL``, as ``langgraph dev`` checks them) and acts for its ``sub``.
+Either way ids are checked against that user only.
 """
 
 from __future__ import annotations
@@ -24,9 +27,13 @@ from datetime import datetime
 from typing import Any
 
 import anyio
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, TextContent, Tool
+from pydantic import AnyHttpUrl
+from starlette.applications import Starlette
 
 from agent.pending_actions import ForgetAction, RememberAction
 from agent.tool_schemas import (
@@ -37,6 +44,9 @@ from agent.tool_schemas import (
 )
 from agent.tools import ToolContext, ToolHandlerResult, dispatch, tool_schemas
 from memora.api import Memora, WriteOutcome
+from memora.config import Settings
+from memora.errors import ConfigurationError, InvalidToken, MemoraError
+from memora.identity import TokenVerifier
 from memora.models import MemorySource, utcnow
 
 SERVER_NAME = "memora"
@@ -71,14 +81,18 @@ def memory_tools() -> list[Tool]:
     return tools
 
 
+UserOf = Callable[[Any], str]
+"""Who a tool call acts for, read from its request context."""
+
+
 def build_server(
-    memora: Memora, user_id: str, *, clock: Callable[[], datetime] = utcnow
+    memora: Memora, user_of: UserOf, *, clock: Callable[[], datetime] = utcnow
 ) -> Server[Any]:
-    """An MCP server whose tools act for ``user_id`` only.
+    """An MCP server whose tools act for the user ``user_of`` names for each call.
 
     Args:
         memora: The library (its settings decide where memories live).
-        user_id: The one user this server serves.
+        user_of: The user of a call, from its ``ServerRequestContext``.
         clock: When a remembered text was said (relative dates resolve against it).
     """
     tools = memory_tools()
@@ -88,6 +102,7 @@ def build_server(
         return ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        user_id = user_of(ctx)
         call = functools.partial(_call, memora, user_id, clock(), params.name, params.arguments)
         return await anyio.to_thread.run_sync(call)
 
@@ -153,11 +168,64 @@ def _result(observation: str, is_error: bool) -> CallToolResult:
 
 
 def serve_stdio(memora: Memora, user_id: str) -> None:
-    """Serve MCP on stdin/stdout until the client closes the connection."""
-    server = build_server(memora, user_id)
+    """Serve MCP on stdin/stdout for one user until the client closes the connection."""
+    server = build_server(memora, lambda ctx: user_id)
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(run)
+
+
+class BearerTokens:
+    """The MCP SDK's ``TokenVerifier`` over Memora's own (the server's tokens)."""
+
+    def __init__(self, verifier: TokenVerifier) -> None:
+        self.verifier = verifier
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """The token's user as an access token, or None (the SDK answers 401)."""
+        try:
+            user_id = await anyio.to_thread.run_sync(self.verifier.user_id, f"Bearer {token}")
+        except MemoraError:
+            return None
+        return AccessToken(token=token, client_id=user_id, scopes=[], subject=user_id)
+
+
+def _token_user(ctx: Any) -> str:
+    # The SDK's bearer middleware has checked the token and put it on the request scope.
+    user = ctx.request.scope.get("user") if ctx.request is not None else None
+    token = getattr(user, "access_token", None)
+    if token is None or token.subject is None:
+        raise InvalidToken("a bearer token is required")
+    return str(token.subject)
+
+
+def http_app(memora: Memora, settings: Settings, *, host: str, port: int) -> Starlette:
+    """The streamable HTTP app at ``/mcp``, behind the server's bearer tokens.
+
+    Raises:
+        ConfigurationError: Neither MEMORA_AUTH_SECRET nor MEMORA_AUTH_JWKS_URL is set.
+    """
+    if not settings.auth_enabled:
+        raise ConfigurationError(
+            "memora mcp --http needs MEMORA_AUTH_SECRET or MEMORA_AUTH_JWKS_URL: "
+            "every request must prove its user"
+        )
+    issuer = settings.auth_issuer or f"http://{host}:{port}"
+    return build_server(memora, _token_user).streamable_http_app(
+        stateless_http=True,
+        json_response=True,
+        host=host,
+        auth=AuthSettings(issuer_url=AnyHttpUrl(issuer), resource_server_url=None),
+        token_verifier=BearerTokens(TokenVerifier(settings)),
+    )
+
+
+def serve_http(memora: Memora, settings: Settings, *, host: str, port: int) -> None:
+    """Serve MCP over streamable HTTP at ``http://HOST:PORT/mcp`` until interrupted."""
+    import uvicorn
+
+    app = http_app(memora, settings, host=host, port=port)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
