@@ -14,7 +14,8 @@ from memora.api import Memora
 from memora.errors import ConfigurationError, InvalidInput, MemoryRefused
 from memora.integrations import MemoraStore
 from memora.models import MemoryStatus
-from tests.conftest import Backend, Clock
+from tests.conftest import Backend, Clock, tables_containing
+from tests.integration.test_forgetting import files_containing
 
 ALICE = ("memories", "alice")
 BOB = ("memories", "bob")
@@ -253,3 +254,35 @@ def test_bad_keys_and_user_ids_are_refused(
         store.get(namespace, key)
     with pytest.raises(InvalidInput):
         store.put(namespace, key, {"content": "I like tea"})
+
+
+def test_an_approved_request_leaves_no_text_behind(
+    backend_memora: Memora, tmp_path: Path, backend: Backend
+) -> None:
+    """The reason a requester gave can quote the memory: approval erases both everywhere."""
+    memora = backend_memora
+    memory_id = memora.add("alice", "My therapist is Dr. Quillfeather").memory_id
+    assert memory_id is not None
+    request = memora.request_forget(
+        "alice", memory_id, reason="forget Quillfeather, please", source="mcp"
+    )
+    assert request is not None and request.preview == "My therapist is Dr. Quillfeather"
+    memora.flush()
+    needles = ["Quillfeather"]
+    assert _held(tmp_path / "data", backend, needles) != []
+
+    assert memora.approve_forget("alice", request.id) == [memory_id]
+    assert _held(tmp_path / "data", backend, needles) == []
+    audit = [(e.event, e.decision, e.source) for e in memora.audit.entries("alice", limit=-1)]
+    assert ("delete", "requested", "mcp") in audit and (
+        "delete",
+        "deleted",
+        "approved:mcp",
+    ) in audit
+
+
+def _held(data: Path, backend: Backend, texts: list[str]) -> list[str]:
+    held = files_containing(data, [text.encode() for text in texts])
+    if backend.database_url is not None:
+        held += [table for text in texts for table in tables_containing(backend.database_url, text)]
+    return held
