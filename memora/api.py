@@ -29,6 +29,7 @@ from memora.models import (
     MemoryStatus,
     MemoryType,
     MemoryUnit,
+    ReconcileAction,
     utcnow,
 )
 from memora.profile import UserProfileStore
@@ -182,6 +183,8 @@ class Memora(ForgetApprovals):
             validate_user_message(user_message)
         if source is not None and source.thread_id is not None:
             validate_thread_id(source.thread_id)
+        if replaces is not None:
+            validate_memory_id(replaces)
         candidate = MemoryCandidate(
             content=content,
             memory_type=memory_type,
@@ -198,6 +201,8 @@ class Memora(ForgetApprovals):
     def _supersede(self, user_id: str, old_id: str, outcome: WriteOutcome) -> None:
         if outcome.memory_id in (None, old_id) or old_id in outcome.affected_ids:
             return
+        if outcome.action is ReconcileAction.REVIEW:
+            return  # a conflict with other memories stays for a person to settle
         superseded = self.store.supersede_with_stored(user_id, [old_id], outcome.memory_id) or []
         if superseded:
             outcome.affected_ids.extend(superseded)
