@@ -152,7 +152,9 @@ class MemoraStore(BaseStore):
     def _get(self, op: GetOp) -> Item | None:
         user_id = self.user_of(op.namespace)
         unit = self._resolve(user_id, op.key)
-        return None if unit is None else self._item(user_id, unit)
+        if unit is None:
+            return None
+        return Item(namespace=self.namespace_for(user_id), key=_key(unit), **_fields(unit))
 
     def _put(self, op: PutOp) -> None:
         user_id = self.user_of(op.namespace)
@@ -184,7 +186,8 @@ class MemoraStore(BaseStore):
     def _search(self, op: SearchOp) -> list[SearchItem]:
         user_id = self._user_of_prefix(op.namespace_prefix)
         if op.query:
-            hits = self.memora.search(user_id, op.query)
+            # Memora caps the count at its retrieval policy's limit, whatever is asked.
+            hits = self.memora.search(user_id, op.query, limit=op.offset + op.limit)
             found: Iterator[tuple[MemoryUnit, float | None]] = (
                 (hit.memory, _score(hit)) for hit in hits
             )
@@ -221,14 +224,17 @@ class MemoraStore(BaseStore):
         return found[-1] if found else None
 
     def _item(self, user_id: str, unit: MemoryUnit, score: float | None = None) -> SearchItem:
-        return SearchItem(
-            namespace=self.namespace_for(user_id),
-            key=_key(unit),
-            value={"content": unit.content, "memory_type": unit.memory_type.value},
-            created_at=unit.created_at,
-            updated_at=unit.updated_at,
-            score=score,
-        )
+        namespace = self.namespace_for(user_id)
+        return SearchItem(namespace=namespace, key=_key(unit), score=score, **_fields(unit))
+
+
+def _fields(unit: MemoryUnit) -> dict[str, Any]:
+    """An item's value and dates, read from a memory."""
+    return {
+        "value": {"content": unit.content, "memory_type": unit.memory_type.value},
+        "created_at": unit.created_at,
+        "updated_at": unit.updated_at,
+    }
 
 
 def _key(unit: MemoryUnit) -> str:

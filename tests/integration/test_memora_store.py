@@ -32,7 +32,7 @@ def test_put_get_search_and_list_return_langgraph_items(store: MemoraStore) -> N
     store.put(ALICE, "trip-1", {"content": "I went hiking in Taroko", "memory_type": "episodic"})
 
     item = store.get(ALICE, "pref-1")
-    assert isinstance(item, Item)
+    assert type(item) is Item
     assert (item.namespace, item.key) == (ALICE, "pref-1")
     assert item.value == {"content": "I prefer concise answers", "memory_type": "semantic"}
 
