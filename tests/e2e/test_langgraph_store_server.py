@@ -106,3 +106,18 @@ def test_a_delete_waits_for_approval(alice: SyncLangGraphClient, memora: Memora)
     assert [(r.preview, r.source) for r in pending] == [("I prefer concise answers", "store")]
     memora.approve_forget("alice", pending[0].id)
     assert alice.store.get_item(ALICE, "pref") is None
+
+
+def test_the_agent_and_the_store_share_one_memory(
+    alice: SyncLangGraphClient, mallory: SyncLangGraphClient, memora: Memora
+) -> None:
+    thread = alice.threads.create()["thread_id"]
+    message = {"role": "user", "content": "Please remember that my therapist is Dr. Lin."}
+    result = alice.runs.wait(thread, "memora", input={"messages": [message]})
+    assert isinstance(result, dict) and result["stop_reason"] == "final_answer", result
+    [unit] = [unit for unit in memora.list("alice") if "Dr. Lin" in unit.content]
+
+    found = alice.store.search_items(ALICE, query="who is my therapist?")["items"]
+    assert [(hit["key"], hit["value"]["content"]) for hit in found] == [(unit.id, unit.content)]
+    assert alice.store.get_item(ALICE, unit.id)["value"]["content"] == unit.content
+    assert mallory.store.search_items(["memories"], query="who is my therapist?")["items"] == []
