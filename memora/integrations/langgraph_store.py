@@ -158,11 +158,13 @@ class MemoraStore(BaseStore):
 
     def _put(self, op: PutOp) -> None:
         user_id = self.user_of(op.namespace)
-        existing = self._resolve(user_id, op.key)
         if op.value is None:
-            self._delete(user_id, existing)
+            self._delete(user_id, self._resolve(user_id, op.key))
             return
         content, memory_type = _text_of(op.value)
+        existing = self._resolve(user_id, op.key)
+        # As with `memora memories add`, the caller stands for the user: the text is its own
+        # source; every other rule of the policy applies.
         outcome = self.memora.add(
             user_id,
             content,
