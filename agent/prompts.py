@@ -79,6 +79,22 @@ EMPTY_RESPONSE_REPLY = (
     "The language model returned an empty response. Nothing was remembered or forgotten; "
     "please try again."
 )
+FORGET_DELETED_LINE = (
+    "Memory deleted{count}. The turns that mentioned it were removed from this"
+    " conversation{others}."
+)
+"""The reply after an approved deletion: the memory is not named again."""
+FORGET_OTHER_THREADS = " and from {count} other conversation(s)"
+"""Added when the user's other threads held the memory too."""
+FORGET_KEPT_LINE = "Memory kept (deletion not approved): {preview}"
+"""One line per deletion the user did not approve."""
+
+MEMORY_NOT_SAVED_NOTE = (
+    "(Nothing from this turn was saved to memory: the memory store could not be written"
+    " ({error}). Please ask me again to remember it.)"
+)
+"""Added to a final answer whose remember actions could not be committed."""
+
 TOOL_ERROR_REPLY = (
     "A tool failed while handling this request ({error}). Nothing was remembered or "
     "forgotten; please try again."

@@ -10,21 +10,32 @@ Anything else is refused.
 
 With neither set, the server keeps the local single-user behaviour: it trusts
 the user id a client sends (``configurable.user_id``) and says so once at startup.
+
+Either way, a run's input and resume value are redacted here, before the server
+records the run: the runtime keeps every run's input (``GET /threads/{id}/runs``,
+its own files), and a run that fails keeps its input in the thread, so this is the
+one place a secret can be cut out before anything stores it. The model then sees
+the redaction mark instead of the value.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import re
 from typing import Any
 
 from langgraph_sdk import Auth
 
 from graph.errors import http_refusal
+from memora.api import shared_memora
 from memora.config import get_settings
 from memora.errors import MemoraError
 from memora.identity import VERIFIED_PERMISSION, TokenVerifier
 from memora.integrations import DEFAULT_NAMESPACE
+from memora.judgement import trained_judgement
+from memora.redaction import redact_tree
 
 logger = logging.getLogger("memora.auth")
 
@@ -106,6 +117,49 @@ def _check_run(value: Any) -> None:
         raise _refuse("a run's command may only resume; 'update' and 'goto' are refused")
 
 
+_HEX_ID = re.compile(r"\b[0-9a-f]{32}\b")
+
+
+def _own_memory_ids(texts: Any, user_id: str | None) -> frozenset[str]:
+    """The user's memory ids the texts quote (a memory id looks like a random key)."""
+    quoted = set(_HEX_ID.findall(json.dumps(texts, ensure_ascii=False, default=str)))
+    if not quoted or not user_id:
+        return frozenset()
+    library = shared_memora(_settings)
+    try:
+        return frozenset(i for i in quoted if library.get(user_id, i) is not None)
+    except MemoraError:  # a user id the library refuses owns no memory
+        return frozenset()
+
+
+def _run_user(kwargs: dict[str, Any], owner: str | None) -> str | None:
+    if owner is not None:
+        return owner
+    config = kwargs.get("config")
+    configurable = config.get("configurable") if isinstance(config, dict) else None
+    user_id = configurable.get("user_id") if isinstance(configurable, dict) else None
+    return user_id if isinstance(user_id, str) else None
+
+
+def _redact_run(value: Any, owner: str | None) -> None:
+    """Cut sensitive values out of a run's input and resume value, in place: the server
+    stores the very ``kwargs`` dict it hands this handler."""
+    kwargs = value.get("kwargs") if isinstance(value, dict) else None
+    if not isinstance(kwargs, dict):
+        return
+    command = kwargs.get("command")
+    command = command if isinstance(command, dict) and "resume" in command else {}
+    sent = [kwargs.get("input"), command.get("resume")]
+    if not any(sent):
+        return
+    judge = trained_judgement(_settings.judgement)
+    keep = _own_memory_ids(sent, _run_user(kwargs, owner))
+    if "input" in kwargs:
+        kwargs["input"], _ = redact_tree(kwargs["input"], keep=keep, judge=judge)
+    if command:
+        command["resume"], _ = redact_tree(command["resume"], keep=keep, judge=judge)
+
+
 @auth.on
 async def refuse_the_rest(ctx: Auth.types.AuthContext, value: Any) -> bool:
     """Default deny: only the resources below are reachable when authentication is on."""
@@ -117,6 +171,8 @@ async def own_threads(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.Fil
     """Stamp new threads and runs with their owner; show and touch only the owner's threads;
     never let a client move a thread to another owner or write its state."""
     owner = _owner(ctx)
+    if ctx.action == "create_run" and _settings.redact_transcripts:
+        await asyncio.to_thread(_redact_run, value, owner)
     if owner is None:
         return None
     if ctx.action == "update":

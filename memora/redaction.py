@@ -11,14 +11,12 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from memora.judgement import Judgement
 from memora.write.policy import holds_secret_shaped_value, is_sensitive, sensitive_spans
-
-MARK = "[redacted: sensitive_data]"
-"""What stands where a sensitive value was."""
-WHOLE = "[redacted: this text held sensitive data]"
-"""What stands for a text whose sensitive value could not be located."""
+from memora.write.policy.secrets import REDACTION_MARK as MARK
+from memora.write.policy.secrets import REDACTION_WHOLE as WHOLE
 
 
 @dataclass(frozen=True)
@@ -87,6 +85,26 @@ def redact(
     if holds_secret_shaped_value(_without(redacted, keep)):
         return Redacted(WHOLE, len(merged))
     return Redacted(redacted, len(merged))
+
+
+def redact_tree(
+    value: Any,
+    also: list[str] | None = None,
+    keep: frozenset[str] = frozenset(),
+    judge: Judgement | None = None,
+) -> tuple[Any, int]:
+    """``value`` (strings in any nesting of dicts and lists) with every string redacted
+    as :func:`redact` does, and how many values were cut; other values stay as they are."""
+    if isinstance(value, str):
+        cleaned = redact(value, also=also, keep=keep, judge=judge)
+        return cleaned.text, cleaned.redactions
+    if isinstance(value, dict):
+        pairs = {key: redact_tree(item, also, keep, judge) for key, item in value.items()}
+        return {key: item for key, (item, _) in pairs.items()}, sum(n for _, n in pairs.values())
+    if isinstance(value, list):
+        items = [redact_tree(item, also, keep, judge) for item in value]
+        return [item for item, _ in items], sum(n for _, n in items)
+    return value, 0
 
 
 def _without(text: str, keep: frozenset[str]) -> str:

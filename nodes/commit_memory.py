@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from agent.messages import text_of
-from memora.models import MemorySource
+from agent.prompts import MEMORY_NOT_SAVED_NOTE
+from memora.errors import StoreError
+from memora.models import MemoryCandidate, MemorySource
 from nodes.common import current_thread_id, last_ai_message, library, owned_user_id
 from nodes.state import Context, State
+
+logger = logging.getLogger("memora.nodes")
 
 
 def commit_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -18,11 +23,19 @@ def commit_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     memora = library(runtime)
     source = MemorySource(thread_id=current_thread_id(), turn=None, actor="agent")
     candidates = [action.candidate for action in state.remember_actions()]
-    outcomes = memora.store_accepted_memories(user_id, candidates, source)
-    memora.touch(user_id, state.used_memory_ids)
     answer = last_ai_message(state.messages)
+    reply = text_of(answer) if answer is not None else ""
+    try:
+        outcomes = memora.store_accepted_memories(user_id, candidates, source)
+    except StoreError as error:
+        # The turn still ends (and is redacted) as usual; the reply says what was lost.
+        return _not_saved(reply, candidates, error)
+    try:
+        memora.touch(user_id, state.used_memory_ids)
+    except StoreError as error:  # recency is a ranking hint; the turn stands without it
+        logger.warning("could not record which memories were used: %s", error)
     return {
-        "reply": text_of(answer) if answer is not None else "",
+        "reply": reply,
         "commit_outcomes": [
             {
                 "accepted": outcome.accepted,
@@ -34,4 +47,22 @@ def commit_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             for outcome in outcomes
         ],
         "tool_tokens": state.tool_tokens + sum(outcome.tokens for outcome in outcomes),
+    }
+
+
+def _not_saved(reply: str, candidates: list[MemoryCandidate], error: StoreError) -> dict[str, Any]:
+    """The update of a final answer whose memories the store refused to take."""
+    note = MEMORY_NOT_SAVED_NOTE.format(error=str(error).splitlines()[0]) if candidates else ""
+    return {
+        "reply": f"{reply}\n\n{note}" if note else reply,
+        "commit_outcomes": [
+            {
+                "accepted": False,
+                "reason": "store_unavailable",
+                "action": None,
+                "memory_id": None,
+                "affected_ids": [],
+            }
+            for _ in candidates
+        ],
     }

@@ -1,4 +1,8 @@
-"""Delete what the user approved; idempotent, so a re-run after a crash deletes nothing twice."""
+"""Delete what the user approved; idempotent, so a re-run after a crash deletes nothing twice.
+
+The memory's words also leave the conversations: every turn that involved it,
+in this thread and the user's others, is blanked (:mod:`agent.forgotten`).
+"""
 
 from __future__ import annotations
 
@@ -6,15 +10,48 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from nodes.common import library, owned_user_id
+from agent.forgotten import REMOVED, Forgotten, blanked_turns
+from memora.api import Memora
+from nodes.common import current_thread_id, library, owned_user_id
+from nodes.other_threads import blank_in_other_threads
 from nodes.state import Context, State
 
 
 def delete_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Forget each approved memory and its supersession chain."""
+    """Forget each approved memory and its supersession chain, then blank the turns that
+    involved them."""
     user_id = owned_user_id(state, runtime)
     memora = library(runtime)
+    texts = [a.preview for a in state.forget_actions() if a.memory_id in state.approved_forget_ids]
     deleted: list[str] = []
     for memory_id in state.approved_forget_ids:
+        texts += _chain_texts(memora, user_id, memory_id)
         deleted += memora.forget(user_id, memory_id, actor="agent-approved")
-    return {"deleted_memory_ids": deleted}
+    forgotten = Forgotten.of([*state.approved_forget_ids, *deleted], texts)
+    update: dict[str, Any] = {
+        "deleted_memory_ids": deleted,
+        "reply": REMOVED,  # the model's answer spoke of it; finish says what was done
+        "pending_actions": _without_words(state.pending_actions, set(state.approved_forget_ids)),
+        "scrubbed_threads": blank_in_other_threads(user_id, current_thread_id(), forgotten),
+    }
+    blanked = blanked_turns(state.messages, forgotten)
+    if blanked:
+        update["messages"] = blanked
+    if state.summary and forgotten.in_text(state.summary):
+        update["summary"] = ""
+    return update
+
+
+def _chain_texts(memora: Memora, user_id: str, memory_id: str) -> list[str]:
+    """The texts of a memory and its chain, read before they are deleted (none on a re-run)."""
+    return [unit.content for unit in memora.history(user_id, memory_id).chain]
+
+
+def _without_words(actions: list[dict[str, Any]], approved: set[str]) -> list[dict[str, Any]]:
+    """The pending actions with the preview and reason of approved deletions blanked."""
+    return [
+        {**action, "preview": REMOVED, "reason": REMOVED}
+        if action.get("memory_id") in approved
+        else action
+        for action in actions
+    ]

@@ -11,27 +11,46 @@ from langgraph.runtime import Runtime
 from agent.prompts import (
     API_ERROR_REPLY,
     EMPTY_RESPONSE_REPLY,
+    FORGET_DELETED_LINE,
+    FORGET_KEPT_LINE,
+    FORGET_OTHER_THREADS,
     MAX_STEPS_REPLY,
     STEP_LIMIT_OBSERVATION,
     TOOL_ERROR_REPLY,
 )
-from nodes.common import last_ai_message, ownership_error, requested_calls, step_limit
+from nodes.common import (
+    current_thread_id,
+    last_ai_message,
+    ownership_error,
+    requested_calls,
+    step_limit,
+)
+from nodes.other_threads import keep_only_latest
 from nodes.state import Context, State, StopReason
 
 
 def _forget_outcome(state: State) -> str:
-    """After approvals were answered, say what happened to each requested deletion."""
+    """After approvals were answered, say what happened to each requested deletion.
+
+    A deleted memory is not named: its words have just been taken out of the thread.
+    """
     requested = state.forget_actions()
     if not requested:
         return ""
     deleted = set(state.approved_forget_ids)
     lines = [
-        f"Memory deleted: {a.preview}"
-        if a.memory_id in deleted
-        else f"Memory kept (deletion not approved): {a.preview}"
+        FORGET_KEPT_LINE.format(preview=a.preview)
         for a in requested
+        if a.memory_id not in deleted
     ]
-    return "\n\n" + "\n".join(lines)
+    if deleted:
+        lines.insert(0, _deleted_line(len(deleted), state.scrubbed_threads))
+    return "\n".join(lines)
+
+
+def _deleted_line(count: int, other_threads: int) -> str:
+    others = FORGET_OTHER_THREADS.format(count=other_threads) if other_threads else ""
+    return FORGET_DELETED_LINE.format(count=f" ({count})" if count > 1 else "", others=others)
 
 
 def _step_limit_reply(state: State, steps: int) -> dict[str, Any]:
@@ -62,7 +81,11 @@ def finish(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
 def _render(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     match state.stop_reason:
         case StopReason.FINAL_ANSWER:
-            return {"reply": state.reply + _forget_outcome(state)}
+            if state.approved_forget_ids:  # the answer spoke of what is now forgotten
+                keep_only_latest(current_thread_id())
+                return {"reply": _forget_outcome(state)}
+            outcome = _forget_outcome(state)
+            return {"reply": f"{state.reply}\n\n{outcome}" if outcome else state.reply}
         case StopReason.MAX_STEPS:
             return _step_limit_reply(state, step_limit(runtime))
         case StopReason.API_ERROR:

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from agent.messages import text_of
-from memora.redaction import redact, sensitive_values
+from memora.redaction import redact, redact_tree, sensitive_values
 from nodes.common import current_turn_start, library, settings
 from nodes.state import Context, State
 
@@ -29,20 +29,6 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, list):
         return [text for item in value for text in _strings(item)]
     return []
-
-
-def _redacted_value(value: Any, found: list[str], keep: frozenset[str]) -> tuple[Any, int]:
-    """``value`` with every string in it redacted, and how many values were cut."""
-    if isinstance(value, str):
-        cleaned = redact(value, also=found, keep=keep)
-        return cleaned.text, cleaned.redactions
-    if isinstance(value, dict):
-        pairs = {key: _redacted_value(item, found, keep) for key, item in value.items()}
-        return {key: item for key, (item, _) in pairs.items()}, sum(n for _, n in pairs.values())
-    if isinstance(value, list):
-        items = [_redacted_value(item, found, keep) for item in value]
-        return [item for item, _ in items], sum(n for _, n in items)
-    return value, 0
 
 
 _MEMORY_ID = re.compile(r'"memory_id":\s*"([^"]+)"')
@@ -75,7 +61,7 @@ def _redacted_message(
     message: AnyMessage, found: list[str], keep: frozenset[str]
 ) -> AnyMessage | None:
     """A copy of ``message`` (same id) with sensitive values cut, or None if it had none."""
-    update, cut = _redacted_value(_parts(message), found, keep)
+    update, cut = redact_tree(_parts(message), found, keep)
     return message.model_copy(update=update) if cut else None
 
 
@@ -125,7 +111,7 @@ def _redacted_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     reply = redact(state.reply, also=found, keep=keep)
     if reply.redactions:
         update["reply"] = reply.text
-    actions, cut = _redacted_value(state.pending_actions, found, keep)
+    actions, cut = redact_tree(state.pending_actions, found, keep)
     if cut:
         update["pending_actions"] = actions
     return update

@@ -162,6 +162,8 @@ class Turn(TurnResult):
     """Memory ids whose deletion the user approved in this turn."""
     deleted_memory_ids: list[str] = field(default_factory=list)
     """Memory ids actually deleted in this turn (whole chains)."""
+    scrubbed_threads: int = 0
+    """The user's other threads whose turns about a deleted memory were blanked."""
     commit_outcomes: list[dict[str, Any]] = field(default_factory=list)
     """What the write path did with each remember action."""
     refused_user_id: str = ""

@@ -10,8 +10,12 @@ file order: remember, recall, isolation, ownership, forget (kept), forget (delet
 from __future__ import annotations
 
 import json
+import random
+import string
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,7 +25,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 from memora.api import Memora
 from memora.config import load_settings
-from tests.e2e.langgraph_server import Server, langgraph_dev
+from tests.e2e.langgraph_server import REPO_ROOT, Server, langgraph_dev
 
 ASSISTANT = "memora"
 RUN_TIMEOUT_S = 60.0
@@ -260,6 +264,14 @@ def test_forget_approved_deletes_the_memory(
     assert _pending_interrupts(client, thread_id) == []
     assert remembered.memory_id not in _memories(memora, "alice"), "approved forget kept it"
     assert memora.get("alice", remembered.memory_id) is None
+    # Its words left the conversation it was forgotten in, and the one it was said in.
+    for thread in (thread_id, remembered.thread_id):
+        kept = json.dumps(client.threads.get_state(thread)["values"], ensure_ascii=False)
+        assert "concise answers" not in kept, f"thread {thread} still holds the memory"
+        past = json.dumps(client.threads.get_history(thread, limit=100), ensure_ascii=False)
+        assert "concise answers" not in past, f"thread {thread}'s history still holds it"
+    listed = [t for t in client.threads.search(limit=100) if t["thread_id"] == thread_id]
+    assert "concise answers" not in json.dumps(listed, ensure_ascii=False)
 
 
 def test_without_auth_the_server_warns_once_that_it_trusts_client_user_ids(server: Server) -> None:
@@ -279,3 +291,49 @@ def test_no_checkpoint_the_server_keeps_holds_a_refused_secret(
     stored = json.dumps(history, ensure_ascii=False, default=str)
     assert code not in stored and key not in stored
     assert "[redacted: sensitive_data]" in stored
+
+
+def _files_holding(root: Path, needle: bytes) -> list[str]:
+    return [str(path) for path in root.rglob("*") if path.is_file() and needle in path.read_bytes()]
+
+
+def test_no_server_record_holds_a_typed_secret(client: SyncLangGraphClient, server: Server) -> None:
+    """The runtime keeps each run's input (runs API, its own files) and a failed run's
+    input in the thread: the input is redacted before the run is recorded."""
+    rng = random.Random()
+    code = str(rng.randint(100_000, 999_999))
+    key = "AKIA" + "".join(rng.choice(string.ascii_uppercase + "234567") for _ in range(16))
+    pin = str(rng.randint(1000, 9999))
+    thread_id, values = _turn(
+        client, f"Please remember my garage code is {code} and my AWS key is {key}", "erin"
+    )
+    assert values.get("stop_reason") == "final_answer", _show(values)
+    # A run that fails (another user on erin's thread) with a secret in its input.
+    _, failed = _turn(client, f"My bank PIN is {pin}", "mallory", thread_id, raise_error=False)
+    assert failed.get("__error__"), _show(failed)
+
+    runs = client.runs.list(thread_id)
+    records = json.dumps(
+        [
+            runs,
+            [client.runs.get(thread_id, run["run_id"]) for run in runs],
+            client.threads.get_history(thread_id, limit=100),
+            client.threads.get_state(thread_id),
+            client.threads.search(limit=100),
+        ],
+        ensure_ascii=False,
+        default=str,
+    )
+    assert len(runs) == 2, runs
+    assert "[redacted: sensitive_data]" in records, "the runs' input should still be recorded"
+    for secret in (code, key, pin):
+        assert secret not in records, f"a server API returns {secret}"
+
+    runtime_files = REPO_ROOT / ".langgraph_api"
+    deadline = time.monotonic() + 40  # the in-memory runtime flushes every 10 s
+    while not _files_holding(runtime_files, thread_id.encode()) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert _files_holding(runtime_files, thread_id.encode()), "the runtime never flushed"
+    for secret in (code, key, pin):
+        assert _files_holding(runtime_files, secret.encode()) == []
+        assert secret not in server.log_path.read_text(errors="replace")

@@ -95,3 +95,46 @@ def test_what_is_redacted_no_longer_looks_sensitive(text: str) -> None:
 
     cleaned = redact(text)
     assert cleaned.redactions >= 1 and not is_sensitive(cleaned.text.replace(MARK, " "))
+
+
+def test_a_turn_whose_memory_cannot_be_saved_is_still_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store locked past its timeout fails the commit: the turn still ends through
+    redaction, and the reply says that nothing was saved."""
+    import sqlite3
+
+    root = tmp_path / "data"
+    remember = _call(
+        "remember_memory",
+        {
+            "content": "The user likes green tea",
+            "memory_type": "semantic",
+            "reason": "explicit_request",
+        },
+        "r1",
+    )
+    model = ScriptedChatModel(script=[remember, _answer("Noted."), _answer("Hello again.")])
+    monkeypatch.setattr("nodes.call_model.get_chat_model", lambda s, choice="": model)
+    memora = Memora(load_settings(data_dir=root))
+    memora.add("alice", "The user owns a bicycle")  # the store exists before it is locked
+    context = Context(user_id="alice", memora=memora)
+    config = {"configurable": {"thread_id": "t1", "user_id": "alice"}}
+    holder = sqlite3.connect(root / "memora.db", isolation_level=None)
+    with open_agent(root) as agent:
+        holder.execute("BEGIN EXCLUSIVE")
+        try:
+            result = agent.invoke(
+                {"messages": [HumanMessage(f"My PIN is {CODE}. I like green tea, remember.")]},
+                config,
+                context=context,
+            )
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert result["stop_reason"] == "final_answer"
+        state = agent.get_state(config).values
+        assert "Nothing from this turn was saved to memory" in result["reply"]
+        assert [o["reason"] for o in state["commit_outcomes"]] == ["store_unavailable"]
+    memora.close()
+    assert files_containing(root, [CODE.encode()]) == []

@@ -629,3 +629,24 @@ def test_structural_rules_accept(content: str, user_message: str | None) -> None
 def test_capital_question_supports_no_trip() -> None:
     result = verdict("The user is planning a trip to Mongolia", "what's the capital of Mongolia?")
     assert result == (R.ASSISTANT_GENERATED, "assistant:question-not-plan")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "User likes [redacted: sensitive_data] for breakfast",
+        "[redacted: this text held sensitive data]",
+    ],
+)
+def test_a_redaction_mark_is_refused_even_by_the_trained_gate(content: str) -> None:
+    """A mark stands where a secret was (a server redacts input before the model sees it):
+    the text around it is the secret's context and is never kept, whatever the model says."""
+    from memora.judgement import trained_judgement
+
+    judge = trained_judgement("trained")
+    assert judge is not None
+    for with_judge in (None, judge):
+        assert check_candidate(candidate(content, content), with_judge) == (
+            R.SENSITIVE_DATA,
+            "sensitive:redaction-mark",
+        )

@@ -5,7 +5,8 @@ in this order (the first one that fires wins):
 
 1. ``instruction_like`` hidden by an encoding (base64, rot13, reversed): decoded first,
    because a base64 run also looks like a key.
-2. ``sensitive_data``: credentials, card and ID numbers, "my password is ..." values.
+2. ``sensitive_data``: a redaction mark (a secret stood there), credentials, card and
+   ID numbers, "my password is ..." values.
 3. ``instruction_like``: text that tries to steer the assistant (prompt injection).
 4. ``user_refused``: the user's message says not to remember / store it.
 5. ``assistant_generated``: the candidate says the assistant suggested it.
@@ -32,7 +33,11 @@ from memora.write.policy.engine import load_rule_file
 from memora.write.policy.ephemeral import check_ephemeral
 from memora.write.policy.injection import check_encoded_instruction, check_instruction_like
 from memora.write.policy.judged import is_kept_veto, trained_verdict
-from memora.write.policy.secrets import mentions_secret_keyword, sensitive_rule
+from memora.write.policy.secrets import (
+    mentions_secret_keyword,
+    redaction_mark_rule,
+    sensitive_rule,
+)
 from memora.write.policy.support import check_assistant_attribution, check_assistant_support
 from memora.write.policy.vague import check_too_vague
 
@@ -51,6 +56,10 @@ class MemoryClassifier(Protocol):
     def classify(self, candidate: MemoryCandidate) -> RejectionReason | None:
         """Return a rejection reason, or ``None`` to accept the candidate."""
         ...
+
+
+def _check_redaction_mark(candidate: MemoryCandidate) -> str | None:
+    return redaction_mark_rule(candidate.content)
 
 
 def _check_sensitive(candidate: MemoryCandidate) -> str | None:
@@ -84,6 +93,7 @@ def _check_vague(candidate: MemoryCandidate) -> str | None:
 
 HARD_RULES: tuple[tuple[RejectionReason, Callable[[MemoryCandidate], str | None]], ...] = (
     (RejectionReason.INSTRUCTION_LIKE, check_encoded_instruction),
+    (RejectionReason.SENSITIVE_DATA, _check_redaction_mark),
     (RejectionReason.SENSITIVE_DATA, _check_sensitive),
     (RejectionReason.INSTRUCTION_LIKE, check_instruction_like),
     (RejectionReason.USER_REFUSED, _check_user_refused),
@@ -121,8 +131,9 @@ def check_candidate(
         if reason is RejectionReason.EPHEMERAL and candidate.scope is MemoryScope.THREAD:
             continue  # "for this chat" is exactly what a thread-scoped memory is for
         rule = check(candidate)
-        decoded = check is check_encoded_instruction  # a decoder proves it; no judgement needed
-        if rule and (judge is None or decoded or is_kept_veto(reason, rule)):
+        # A decoder or the redaction's own mark proves it; no judgement needed.
+        proven = check in (check_encoded_instruction, _check_redaction_mark)
+        if rule and (judge is None or proven or is_kept_veto(reason, rule)):
             return reason, rule
     return trained_verdict(candidate, judge) if judge is not None else None
 

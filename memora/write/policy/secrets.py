@@ -277,6 +277,18 @@ def _value_rule(text: str) -> str | None:
     return None
 
 
+REDACTION_MARK = "[redacted: sensitive_data]"
+"""What redaction puts where a sensitive value was."""
+REDACTION_WHOLE = "[redacted: this text held sensitive data]"
+"""What redaction puts for a text whose sensitive value could not be located."""
+
+
+def redaction_mark_rule(text: str) -> str | None:
+    """A text carrying a redaction mark stood beside a secret; remembering it would keep
+    the secret's context (and invite the model to fill the gap), so it is refused."""
+    return "sensitive:redaction-mark" if "[redacted: " in text else None
+
+
 @lru_cache(maxsize=4096)
 def sensitive_rule(text: str) -> str | None:
     """Name the sensitive-data rule that fires on ``text``, or ``None``.

@@ -1,0 +1,129 @@
+"""The user's other conversations, reached through the run's own checkpointer.
+
+An approved forget takes the memory's words out of every thread of its user,
+not only the one it was asked in. The run's checkpointer holds them all; each
+thread's newest checkpoint is rewritten in place (same checkpoint id, so a
+thread paused on an approval keeps its pending writes and resumes as before).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langchain_core.messages import AnyMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, copy_checkpoint
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.config import get_config
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
+
+from agent.forgotten import Forgotten, blanked_fields, blanked_turns
+
+logger = logging.getLogger("memora.nodes")
+
+
+def _saver() -> BaseCheckpointSaver[Any] | None:
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # called outside a run
+        return None
+    saver = configurable.get(CONFIG_KEY_CHECKPOINTER)
+    return saver if isinstance(saver, BaseCheckpointSaver) else None
+
+
+def _newest_per_thread(saver: BaseCheckpointSaver[Any]) -> list[CheckpointTuple]:
+    newest: dict[str, CheckpointTuple] = {}
+    for checkpoint in saver.list(None):
+        configurable = checkpoint.config["configurable"]
+        if configurable.get("checkpoint_ns", ""):
+            continue
+        thread_id = str(configurable["thread_id"])
+        known = newest.get(thread_id)
+        if known is None or checkpoint.checkpoint["id"] > known.checkpoint["id"]:
+            newest[thread_id] = checkpoint
+    return list(newest.values())
+
+
+def blank_in_other_threads(user_id: str, current_thread: str | None, forgotten: Forgotten) -> int:
+    """Blank every turn of ``user_id``'s other threads that involved ``forgotten``.
+
+    Returns:
+        How many threads were changed (0 when the run has no checkpointer).
+    """
+    saver = _saver()
+    if saver is None:
+        return 0
+    changed = 0
+    for newest in _newest_per_thread(saver):
+        values = newest.checkpoint.get("channel_values") or {}
+        thread_id = str(newest.config["configurable"]["thread_id"])
+        if thread_id == current_thread or values.get("owner_user_id") != user_id:
+            continue
+        messages: list[AnyMessage] = list(values.get("messages") or [])
+        blanked = {m.id: m for m in blanked_turns(messages, forgotten)}
+        fields = blanked_fields(values, forgotten)
+        if blanked or fields:
+            fields["messages"] = [blanked.get(m.id, m) for m in messages]
+            _rewrite(saver, newest, fields)
+            _keep_latest(saver, thread_id)
+            changed += 1
+    return changed
+
+
+def keep_only_latest(thread_id: str | None) -> None:
+    """Drop every checkpoint of the thread but its newest, where the run's checkpointer
+    keeps a history (a server's does): the older ones still hold what was blanked."""
+    saver = _saver()
+    if saver is not None and thread_id is not None:
+        _keep_latest(saver, thread_id)
+
+
+def _keep_latest(saver: BaseCheckpointSaver[Any], thread_id: str) -> None:
+    if isinstance(saver, InMemorySaver):
+        _keep_latest_in_memory(saver, thread_id)
+        return
+    try:  # the Postgres savers implement it; the base class raises
+        saver.prune([thread_id], strategy="keep_latest")
+    except NotImplementedError:
+        logger.warning("this checkpointer keeps a history that cannot be pruned")
+
+
+def _keep_latest_in_memory(saver: InMemorySaver, thread_id: str) -> None:
+    """:meth:`prune` for the in-memory saver (which has none): its dicts, trimmed."""
+    for namespace, checkpoints in list(saver.storage.get(thread_id, {}).items()):
+        if not checkpoints:
+            continue
+        newest = max(checkpoints)
+        for checkpoint_id in [c for c in checkpoints if c != newest]:
+            del checkpoints[checkpoint_id]
+            saver.writes.pop((thread_id, namespace, checkpoint_id), None)
+        versions = saver.serde.loads_typed(checkpoints[newest][0]).get("channel_versions", {})
+        stale = [
+            key
+            for key in saver.blobs
+            if key[0] == thread_id and key[1] == namespace and versions.get(key[2]) != key[3]
+        ]
+        for key in stale:
+            del saver.blobs[key]
+
+
+def _rewrite(
+    saver: BaseCheckpointSaver[Any], newest: CheckpointTuple, values: dict[str, Any]
+) -> None:
+    """Save ``newest`` again under its own id with these channel values."""
+    checkpoint = copy_checkpoint(newest.checkpoint)
+    versions = {
+        name: saver.get_next_version(checkpoint["channel_versions"].get(name), None)
+        for name in values
+    }
+    checkpoint["channel_values"] = {**checkpoint["channel_values"], **values}
+    checkpoint["channel_versions"] = {**checkpoint["channel_versions"], **versions}
+    parent: RunnableConfig = newest.parent_config or {
+        "configurable": {
+            key: value
+            for key, value in newest.config["configurable"].items()
+            if key != "checkpoint_id"
+        }
+    }
+    saver.put(parent, checkpoint, newest.metadata, versions)
