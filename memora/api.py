@@ -13,7 +13,7 @@ import dataclasses
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -419,6 +419,7 @@ class Memora(ForgetApprovals):
             "memories": [json.loads(unit.model_dump_json()) for unit in self.store.list(user_id)],
             "profile": self.profile.get(user_id),
             "audit": [dataclasses.asdict(entry) for entry in self.audit.entries(user_id, limit=-1)],
+            "forget_requests": [asdict(r) for r in self.forget_requests.pending(user_id)],
         }
 
     def history(self, user_id: str, memory_id: str) -> History:

@@ -128,6 +128,10 @@ def test_delete_is_a_request_until_the_user_approves(store: MemoraStore, memora:
     store.delete(ALICE, "therapist")  # asking twice is one request
 
     assert store.get(ALICE, "therapist") is not None
+    exported = memora.export_user("alice")["forget_requests"]
+    assert [(r["source"], r["reason"]) for r in exported] == [
+        ("store", "deleted through the LangGraph store")
+    ]
     pending = memora.pending_forgets("alice")
     assert len(pending) == 1
     assert pending[0].preview == "My therapist is Dr. Lin" and pending[0].source == "store"
