@@ -16,6 +16,7 @@ from cli.eval_memory import eval_memory
 from cli.eval_secrets import eval_secrets  # noqa: F401  (registers the command)
 from cli.evals import eval_app
 from cli.library import close_opened
+from cli.mcp import mcp
 from cli.memories import memories_app
 from cli.profile import profile_app
 from cli.threads import threads_app
@@ -28,6 +29,7 @@ from memora.errors import (
     IdentityError,
     InvalidInput,
     MemoraError,
+    MemoryRefused,
     NotFound,
     StoreError,
 )
@@ -37,6 +39,7 @@ from memora.validation import check_arguments
 EXIT_CODES: tuple[tuple[type[MemoraError], int], ...] = (
     (NotFound, 1),
     (InvalidInput, 2),
+    (MemoryRefused, 2),
     (ConfigurationError, 2),
     (StoreError, 2),
     (IdentityError, 2),
@@ -44,7 +47,7 @@ EXIT_CODES: tuple[tuple[type[MemoraError], int], ...] = (
 """The exit status of each kind of known failure; any other ``MemoraError`` exits 1.
 
 2 means nothing was done: refused input (not valid UTF-8, over a limit, a malformed
-id), a bad setting, or a store that cannot be opened.
+id, a memory the policy refuses), a bad setting, or a store that cannot be opened.
 """
 
 
@@ -82,6 +85,7 @@ app.add_typer(threads_app, name="threads")
 app.add_typer(users_app, name="users")
 app.command("chat")(chat)
 app.command("demo")(demo)
+app.command("mcp")(mcp)
 app.command("train")(train)
 
 

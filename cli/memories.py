@@ -164,6 +164,44 @@ def memories_forget(
         console.print(SCRUB_PENDING_NOTE)
 
 
+@memories_app.command("pending")
+def memories_pending(user: UserOption = "default") -> None:
+    """List deletion requests waiting for your approval (from the store, MCP, …)."""
+    requests = open_memora().pending_forgets(user)
+    if not requests:
+        console.print("no deletion requests pending")
+        return
+    table = Table("request", "memory", "from", "requested", "preview", "reason")
+    for request in requests:
+        table.add_row(
+            escape(request.id),
+            escape(request.memory_id),
+            escape(request.source),
+            escape(request.requested_at[:19]),
+            escape(request.preview),
+            escape(request.reason),
+        )
+    console.print(table)
+    console.print("approve with `memora memories approve REQUEST`, keep with `… reject REQUEST`")
+
+
+@memories_app.command("approve")
+def memories_approve(request_id: str, user: UserOption = "default") -> None:
+    """Approve a deletion request: the memory and its history are deleted."""
+    deleted = open_memora().approve_forget(user, request_id)
+    if deleted is None:
+        raise NotFound(f"no deletion request {request_id} for this user")
+    console.print(f"deleted {len(deleted)} version(s)")
+
+
+@memories_app.command("reject")
+def memories_reject(request_id: str, user: UserOption = "default") -> None:
+    """Reject a deletion request: the memory is kept."""
+    if not open_memora().reject_forget(user, request_id):
+        raise NotFound(f"no deletion request {request_id} for this user")
+    console.print("kept")
+
+
 @memories_app.command("review")
 def memories_review(user: UserOption = "default") -> None:
     """Accept or reject each memory the write path flagged for review."""

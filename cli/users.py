@@ -67,6 +67,6 @@ def users_erase(
     console.print(
         f"erased {user}: {report.memories} memories, {report.vectors} vectors, "
         f"{report.profile_fields} profile fields, {report.audit_entries} audit entries, "
-        f"{report.threads} threads",
+        f"{report.forget_requests} deletion requests, {report.threads} threads",
         markup=False,
     )

@@ -3,7 +3,8 @@
 With MEMORA_AUTH_SECRET or MEMORA_AUTH_JWKS_URL set, every request needs a
 signed bearer token; its ``sub`` is the user. Threads are stamped with their
 owner when created and every thread, run and cron operation is filtered to the
-owner; assistants are read-only; store access stays inside the user's namespace.
+owner; assistants are read-only; store access stays inside the user's namespace
+(a ``("memories", user)`` namespace, ``MemoraStore``'s, must name the token's user).
 A thread's owner never changes, and its state is written only by its runs.
 Anything else is refused.
 
@@ -32,11 +33,14 @@ from memora.api import shared_memora
 from memora.config import get_settings
 from memora.errors import MemoraError
 from memora.identity import VERIFIED_PERMISSION, TokenVerifier
+from memora.integrations import DEFAULT_NAMESPACE
 from memora.judgement import trained_judgement
 from memora.redaction import redact_tree
 
 logger = logging.getLogger("memora.auth")
 
+MEMORIES = DEFAULT_NAMESPACE[0]
+"""The first element of a ``MemoraStore`` namespace, ``("memories", user_id)``."""
 LOCAL_IDENTITY = "local-unauthenticated"
 """Who a request is when the server runs without authentication."""
 
@@ -198,6 +202,15 @@ async def read_only_assistants(ctx: Auth.types.AuthContext, value: Any) -> bool:
     return _verifier is None or ctx.action in {"read", "search"}
 
 
+def _check_memories_namespace(namespace: tuple[str, ...], owner: str, value: dict) -> None:
+    """A ``("memories", user)`` namespace (``MemoraStore``'s) must name the token's user;
+    a bare ``("memories",)`` prefix (a search, a listing) is narrowed to it."""
+    if len(namespace) == 1:
+        value["namespace"] = (MEMORIES, owner)
+    elif namespace[1] != owner:
+        raise _refuse("a ('memories', user) namespace must name your own user")
+
+
 @auth.on.store
 async def own_store_namespace(ctx: Auth.types.AuthContext, value: Any) -> None:
     """Every store access happens under the user's own namespace."""
@@ -205,5 +218,7 @@ async def own_store_namespace(ctx: Auth.types.AuthContext, value: Any) -> None:
     if owner is None or not isinstance(value, dict):
         return
     namespace = tuple(value.get("namespace") or ())
-    if namespace[:1] != (owner,):
+    if namespace[:1] == (MEMORIES,):
+        _check_memories_namespace(namespace, owner, value)
+    elif namespace[:1] != (owner,):
         value["namespace"] = (owner, *namespace)

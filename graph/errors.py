@@ -10,6 +10,7 @@ from memora.errors import (
     InvalidInput,
     InvalidToken,
     MemoraError,
+    MemoryRefused,
     NotFound,
     Unavailable,
 )
@@ -19,6 +20,7 @@ HTTP_STATUSES: tuple[tuple[type[MemoraError], int], ...] = (
     (IdentityError, 403),
     (NotFound, 404),
     (InvalidInput, 422),
+    (MemoryRefused, 422),
     (Unavailable, 503),
     (ConfigurationError, 500),
 )

@@ -13,13 +13,15 @@ import dataclasses
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict
 from datetime import datetime, timedelta
 from typing import Any
 
+from memora.approvals import ForgetApprovals
 from memora.audit import AuditEntry, AuditLog
 from memora.config import Settings, get_settings
 from memora.embeddings import MemoraEmbeddings, make_embeddings
+from memora.forget_requests import ForgetRequests
 from memora.judgement import trained_judgement
 from memora.models import (
     MemoryCandidate,
@@ -27,10 +29,12 @@ from memora.models import (
     MemoryStatus,
     MemoryType,
     MemoryUnit,
+    ReconcileAction,
     utcnow,
 )
 from memora.profile import UserProfileStore
 from memora.recall.retrieval import RetrievedMemory, dense_query_text, rank
+from memora.reports import ErasureReport, History
 from memora.storage.store import LongTermMemoryStore
 from memora.validation import (
     validate_memory_content,
@@ -51,6 +55,7 @@ from memora.write.write_path import WriteOutcome, WritePath
 
 __all__ = [
     "ConsolidationReport",
+    "ErasureReport",
     "History",
     "ImportReport",
     "Memora",
@@ -60,30 +65,9 @@ __all__ = [
 ]
 
 
-@dataclass
-class ErasureReport:
-    """What erasing a user removed."""
-
-    memories: int
-    """Memories deleted, every version of every chain."""
-    vectors: int
-    """Vectors Chroma held for the user."""
-    profile_fields: int
-    audit_entries: int
-    threads: int = 0
-    """Conversation threads deleted (set by the caller that owns the checkpointer)."""
-
-
-@dataclass
-class History:
-    """A memory's supersession chain and the audit entries that name it."""
-
-    chain: list[MemoryUnit]
-    audit: list[AuditEntry]
-
-
-class Memora:
-    """Long-term memory for many users: policy, write path, recall, lifecycle."""
+class Memora(ForgetApprovals):
+    """Long-term memory for many users: policy, write path, recall, lifecycle, and the
+    approval of deletion requests (:class:`memora.approvals.ForgetApprovals`)."""
 
     def __init__(
         self,
@@ -114,6 +98,7 @@ class Memora:
             else AuditLog.in_data_dir(self.settings.data_dir)
         )
         self.profile = UserProfileStore(self.store.db)
+        self.forget_requests = ForgetRequests(self.store.db)
         judge = write_judge(self.settings)
         self.importance = importance or (
             LLMImportanceScorer(judge) if judge else RuleImportanceScorer()
@@ -169,11 +154,14 @@ class Memora:
         said_at: datetime | None = None,
         reason: str = "explicit_request",
         metadata: dict[str, Any] | None = None,
+        replaces: str | None = None,
     ) -> WriteOutcome:
         """Remember one text through the full write path.
 
         ``user_message`` defaults to the text itself: a person typing a memory
-        is its own source.
+        is its own source. ``replaces`` names a memory of the user this text
+        updates: once accepted, the new memory supersedes it even where
+        reconciliation did not see the two as one (history is kept, as always).
 
         Raises:
             InvalidInput: The user id, text or user message breaks a limit or is not
@@ -185,6 +173,8 @@ class Memora:
             validate_user_message(user_message)
         if source is not None and source.thread_id is not None:
             validate_thread_id(source.thread_id)
+        if replaces is not None:
+            validate_memory_id(replaces)
         candidate = MemoryCandidate(
             content=content,
             memory_type=memory_type,
@@ -193,7 +183,21 @@ class Memora:
             reason=reason,
             metadata=metadata or {},
         )
-        return self.store_accepted_memories(user_id, [candidate], source or MemorySource())[0]
+        outcome = self.store_accepted_memories(user_id, [candidate], source or MemorySource())[0]
+        if replaces is not None and outcome.accepted:
+            self._supersede(user_id, replaces, outcome)
+        return outcome
+
+    def _supersede(self, user_id: str, old_id: str, outcome: WriteOutcome) -> None:
+        if outcome.memory_id in (None, old_id) or old_id in outcome.affected_ids:
+            return
+        if outcome.action is ReconcileAction.REVIEW:
+            return  # a conflict with other memories stays for a person to settle
+        superseded = self.store.supersede_with_stored(user_id, [old_id], outcome.memory_id) or []
+        if superseded:
+            outcome.affected_ids.extend(superseded)
+            ids = [outcome.memory_id, *superseded]
+            self.audit.record(user_id, "write", "accepted", action="update", memory_ids=ids)
 
     def store_accepted_memories(
         self, user_id: str, candidates: Sequence[MemoryCandidate], source: MemorySource
@@ -366,8 +370,11 @@ class Memora:
         validate_memory_id(memory_id)
         deleted = self.store.delete(user_id, memory_id)
         if deleted:
+            dropped = self.forget_requests.remove_for_memories(user_id, deleted)
             self.audit.redact_reads_of(user_id, deleted)
             self.audit.record(user_id, "delete", "deleted", memory_ids=deleted, source=actor)
+            if dropped:
+                self.forget_requests.scrub()
         if deleted or self.scrub_pending:
             self.finish_scrub()
         return deleted
@@ -386,8 +393,10 @@ class Memora:
             vectors=vectors,
             profile_fields=self.profile.erase(user_id),
             audit_entries=self.audit.erase(user_id),
+            forget_requests=self.forget_requests.erase(user_id),
         )
         self.profile.scrub()
+        self.forget_requests.scrub()
         self.finish_scrub()
         return report
 
@@ -399,6 +408,7 @@ class Memora:
             "memories": [json.loads(unit.model_dump_json()) for unit in self.store.list(user_id)],
             "profile": self.profile.get(user_id),
             "audit": [dataclasses.asdict(entry) for entry in self.audit.entries(user_id, limit=-1)],
+            "forget_requests": [asdict(r) for r in self.forget_requests.pending(user_id)],
         }
 
     def history(self, user_id: str, memory_id: str) -> History:

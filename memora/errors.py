@@ -18,6 +18,7 @@ __all__ = [
     "InvalidInput",
     "InvalidToken",
     "MemoraError",
+    "MemoryRefused",
     "NotFound",
     "StoreError",
     "ThreadOwnershipError",
@@ -35,6 +36,18 @@ class ConfigurationError(MemoraError, ValueError):
 
 class InvalidInput(MemoraError, ValueError):
     """An input refused before any work; the message is one line and quotes none of it."""
+
+
+class MemoryRefused(MemoraError, ValueError):
+    """The write path's policy refused a memory; nothing was stored.
+
+    Raised where a caller expects a write to succeed (a LangGraph store's ``put``);
+    ``reason`` is the policy's reason (``sensitive_data``, ``instruction_like``, …).
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"memory refused by Memora's write policy: {reason}; nothing was stored")
+        self.reason = reason
 
 
 class NotFound(MemoraError, LookupError):

@@ -45,3 +45,22 @@ class ScriptedByPrompt(ScriptedStructuredModel):
         answer = self.script(prompt)
         call = {"name": self._tool_name, "args": answer, "id": "c1", "type": "tool_call"}
         return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+
+
+class ScriptedToolCaller(BaseChatModel):
+    """A tool-calling chat model whose next message is ``script(messages)``: a model that
+    reads the conversation, tool results included, and decides (tests only)."""
+
+    script: Callable[[list[BaseMessage]], AIMessage]
+    seen: list[list[BaseMessage]] = []
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-for-tests"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.seen.append(list(messages))
+        return ChatResult(generations=[ChatGeneration(message=self.script(messages))])

@@ -339,9 +339,10 @@ class RowStore(Protocol):
         review_only: bool = False,
         limit: int | None = None,
         offset: int = 0,
+        metadata: tuple[str, str] | None = None,
     ) -> builtins.list[MemoryUnit]:
         """The user's memories, oldest first, optionally of one status or flagged ones,
-        optionally one page of them."""
+        or whose metadata holds one (field, text value) pair, optionally one page of them."""
         ...
 
     def index_rows(self, user_id: str) -> builtins.list[IndexRow]:

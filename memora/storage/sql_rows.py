@@ -31,6 +31,13 @@ from memora.storage.rows import (
 )
 
 
+def _like_pair(field: str, value: str) -> str:
+    """A LIKE pattern (escape ``!``) for ``"field": "value"`` as the metadata JSON spells it."""
+    pair = f"{json.dumps(field, ensure_ascii=False)}: {json.dumps(value, ensure_ascii=False)}"
+    escaped = pair.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+    return f"%{escaped}%"
+
+
 # ---------------------------------------------------------------- sql
 class SqlRowStore(ABC):
     """:class:`RowStore` in SQL both engines run: statements use ``?`` placeholders, which
@@ -291,6 +298,7 @@ class SqlRowStore(ABC):
         review_only: bool = False,
         limit: int | None = None,
         offset: int = 0,
+        metadata: tuple[str, str] | None = None,
     ) -> builtins.list[MemoryUnit]:
         """This user's rows by creation time, then insertion order (a page with ``limit``)."""
         sql = f"{SELECT} WHERE user_id = ?"
@@ -300,11 +308,19 @@ class SqlRowStore(ABC):
             params.append(status.value)
         if review_only:
             sql += " AND needs_review"
+        if metadata is not None:
+            # The column is JSON text in both engines: LIKE narrows, the parsed value decides.
+            sql += " AND metadata LIKE ? ESCAPE '!'"
+            params.append(_like_pair(*metadata))
         sql += f" ORDER BY created_at, {self.insertion_order}"
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
             params += [limit, offset]
-        return [unit_from_row(row) for row in self.db.query(sql, params)]
+        units = [unit_from_row(row) for row in self.db.query(sql, params)]
+        if metadata is not None:
+            field, value = metadata
+            units = [unit for unit in units if unit.metadata.get(field) == value]
+        return units
 
     def index_rows(self, user_id: str) -> builtins.list[IndexRow]:
         """All the user's rows, oldest first, parsed only as far as ranking needs."""

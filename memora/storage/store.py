@@ -379,9 +379,13 @@ class LongTermMemoryStore:
         review_only: bool = False,
         limit: int | None = None,
         offset: int = 0,
+        metadata: tuple[str, str] | None = None,
     ) -> list[MemoryUnit]:
-        """This user's memories, oldest first, optionally of one status, optionally one page."""
-        return self.rows.list(user_id, status, review_only=review_only, limit=limit, offset=offset)
+        """This user's memories, oldest first, optionally of one status, optionally one page;
+        with ``metadata=(field, value)``, only those whose metadata holds that text value."""
+        return self.rows.list(
+            user_id, status, review_only=review_only, limit=limit, offset=offset, metadata=metadata
+        )
 
     def count(self, user_id: str, status: MemoryStatus | None = None) -> int:
         """How many memories this user has, optionally of one status."""

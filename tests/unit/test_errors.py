@@ -14,6 +14,7 @@ from memora.errors import (
     InvalidInput,
     InvalidToken,
     MemoraError,
+    MemoryRefused,
     NotFound,
     StoreError,
     ThreadOwnershipError,
@@ -54,6 +55,7 @@ def test_every_project_exception_derives_from_memora_error() -> None:
     [
         (NotFound("no memory x"), 1, 404),
         (InvalidInput("too long"), 2, 422),
+        (MemoryRefused("sensitive_data"), 2, 422),
         (StoreError("locked"), 2, 500),
         (InvalidToken("expired"), 2, 401),
         (ThreadOwnershipError("not yours"), 2, 403),
