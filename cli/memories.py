@@ -12,6 +12,8 @@ from rich.table import Table
 
 from cli.console import UserOption, ask, console, errors, id_table, status_style
 from cli.library import open_memora
+from graph.checkpointed import forget_in_threads, open_agent
+from memora.api import Memora
 from memora.config import get_settings
 from memora.errors import NotFound
 from memora.models import MemorySource, MemoryStatus
@@ -158,8 +160,19 @@ def memories_forget(
         if answer not in {"y", "yes"}:
             console.print("kept")
             return
+    texts = [preview, *(unit.content for unit in memora.history(user, memory_id).chain)]
     deleted = memora.forget(user, memory_id, actor="cli")
+    _report_deleted(memora, user, deleted, texts)
+
+
+def _report_deleted(memora: Memora, user: str, deleted: list[str], texts: list[str]) -> None:
+    """Say what a deletion removed, after taking its words out of the user's threads."""
+    settings = get_settings()
+    with open_agent(settings.data_dir, settings.database_url) as agent:
+        threads = forget_in_threads(agent, user, deleted, texts) if deleted else 0
     console.print(f"deleted {len(deleted)} version(s)")
+    if threads:
+        console.print(f"removed the turns that mentioned it from {threads} conversation(s)")
     if memora.scrub_pending:
         console.print(SCRUB_PENDING_NOTE)
 
@@ -188,10 +201,16 @@ def memories_pending(user: UserOption = "default") -> None:
 @memories_app.command("approve")
 def memories_approve(request_id: str, user: UserOption = "default") -> None:
     """Approve a deletion request: the memory and its history are deleted."""
-    deleted = open_memora().approve_forget(user, request_id)
+    memora = open_memora()
+    request = next((r for r in memora.pending_forgets(user) if r.id == request_id), None)
+    texts: list[str] = []
+    if request is not None:
+        chain = memora.history(user, request.memory_id).chain
+        texts = [request.preview, *(unit.content for unit in chain)]
+    deleted = memora.approve_forget(user, request_id)
     if deleted is None:
         raise NotFound(f"no deletion request {request_id} for this user")
-    console.print(f"deleted {len(deleted)} version(s)")
+    _report_deleted(memora, user, deleted, texts)
 
 
 @memories_app.command("reject")

@@ -14,9 +14,11 @@ import psycopg
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from agent.forgotten import Forgotten
 from graph.builder import RECURSION_LIMIT, builder
 from memora.storage.db import StoreError, describe_sqlite_error
 from memora.storage.postgres import describe_postgres_error
+from nodes.other_threads import blank_in_threads
 
 CHECKPOINTS_FILE = "checkpoints.sqlite"
 
@@ -172,3 +174,9 @@ def delete_threads(agent: Any, thread_ids: list[str]) -> None:
         conn.execute("VACUUM checkpoints, checkpoint_blobs, checkpoint_writes")
     else:
         agent.checkpointer.conn.execute("VACUUM")
+
+
+def forget_in_threads(agent: Any, user_id: str, ids: list[str], texts: list[str]) -> int:
+    """Blank the turns of the user's threads that involved these deleted memories (a
+    deletion made outside a chat turn); returns how many threads changed."""
+    return blank_in_threads(agent.checkpointer, user_id, Forgotten.of(ids, texts))

@@ -52,13 +52,26 @@ def blank_in_other_threads(user_id: str, current_thread: str | None, forgotten: 
         How many threads were changed (0 when the run has no checkpointer).
     """
     saver = _saver()
-    if saver is None:
-        return 0
+    return 0 if saver is None else blank_in_threads(saver, user_id, forgotten, current_thread)
+
+
+def blank_in_threads(
+    saver: BaseCheckpointSaver[Any],
+    user_id: str,
+    forgotten: Forgotten,
+    skip_thread: str | None = None,
+) -> int:
+    """Blank every turn of ``user_id``'s threads in ``saver`` that involved ``forgotten``
+    (a deletion made outside a run: the CLI, the inspector, a store's approval).
+
+    Returns:
+        How many threads were changed.
+    """
     changed = 0
     for newest in _newest_per_thread(saver):
         values = newest.checkpoint.get("channel_values") or {}
         thread_id = str(newest.config["configurable"]["thread_id"])
-        if thread_id == current_thread or values.get("owner_user_id") != user_id:
+        if thread_id == skip_thread or values.get("owner_user_id") != user_id:
             continue
         messages: list[AnyMessage] = list(values.get("messages") or [])
         blanked = {m.id: m for m in blanked_turns(messages, forgotten)}

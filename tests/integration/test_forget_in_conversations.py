@@ -75,3 +75,23 @@ def test_an_approved_forget_leaves_no_word_of_it_in_any_thread(tmp_path: Path) -
 
         delete_threads(agent, ["bobs"])
     assert files_containing(root, [WORDS]) == []
+
+
+def test_a_forget_from_the_command_line_leaves_no_word_of_it_in_any_thread(
+    tmp_path: Path,
+) -> None:
+    from tests.integration.test_cli import run
+
+    root = tmp_path / "data"
+    memora = Memora(load_settings(data_dir=root))
+    with open_agent(root) as agent:
+        _say(agent, memora, "alice", "said", "Please remember that I live in Kaohsiung.")
+        _say(agent, memora, "alice", "searched", "Where do I live?")
+    [memory] = [m for m in memora.list("alice") if "Kaohsiung" in m.content]
+    memora.close()
+    assert files_containing(root, [WORDS]) != []
+
+    forgot = run(root, "memories", "forget", memory.id, "--user", "alice", "--yes")
+    assert forgot.returncode == 0, forgot.stderr
+    assert "from 2 conversation(s)" in forgot.stdout
+    assert files_containing(root, [WORDS]) == []
