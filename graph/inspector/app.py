@@ -164,7 +164,10 @@ async def decide(inspector: Inspector, request: Request, user_id: str) -> Any:
     if not isinstance(memory_id, str):
         raise InvalidInput("the answer must name the memory_id it answers; nothing was changed")
     thread_id = request.path_params["thread_id"]
-    return await inspector.threads.decide(user_id, thread_id, memory_id, resume)
+    result = await inspector.threads.decide(user_id, thread_id, memory_id, resume)
+    # The turn's output does not list what it deleted; the library says whether it is gone.
+    kept = await inspector.call(Memora.get, user_id, memory_id)
+    return {**result, "memory_id": memory_id, "deleted": kept is None}
 
 
 async def profile(inspector: Inspector, request: Request, user_id: str) -> Any:

@@ -92,7 +92,8 @@ class Threads(Protocol):
     async def decide(
         self, user_id: str, thread_id: str, memory_id: str, resume: dict[str, Any]
     ) -> dict[str, Any]:
-        """Resume the thread paused on ``memory_id`` with ``resume``; NotFound otherwise."""
+        """Resume the thread paused on ``memory_id`` with ``resume`` and return the turn's
+        reply; NotFound when no such deletion awaits this user."""
         ...
 
     async def export(self, user_id: str) -> list[dict[str, Any]]:
@@ -167,11 +168,7 @@ class ServerThreads:
         except httpx.HTTPError as error:
             raise Unavailable(f"the thread could not be resumed: {error}") from None
         values = result if isinstance(result, dict) else {}
-        return {
-            "thread_id": thread_id,
-            "deleted": values.get("deleted_memory_ids") or [],
-            "reply": values.get("reply") or "",
-        }
+        return {"thread_id": thread_id, "reply": values.get("reply") or ""}
 
     async def export(self, user_id: str) -> list[dict[str, Any]]:
         return [
@@ -237,11 +234,7 @@ class LocalThreads:
                 context=Context(user_id=user_id, memora=self._memora),
                 durability=durability_for(command),
             )
-        return {
-            "thread_id": thread_id,
-            "deleted": values.get("deleted_memory_ids") or [],
-            "reply": values.get("reply") or "",
-        }
+        return {"thread_id": thread_id, "reply": values.get("reply") or ""}
 
     def _export(self, user_id: str) -> list[dict[str, Any]]:
         with self._lock:

@@ -270,7 +270,7 @@ function approvalCard(item) {
         method: "POST", body: { decision, memory_id: item.memory_id },
       });
       await loadApprovals();
-      notify(result.deleted.length ? "Deleted: " + item.preview : "Kept: " + item.preview);
+      notify(result.deleted ? "Deleted: " + item.preview : "Kept: " + item.preview);
     } catch (error) {
       showError(error);
       buttons.querySelectorAll("button").forEach((button) => { button.disabled = false; });
