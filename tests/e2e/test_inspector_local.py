@@ -122,9 +122,7 @@ def test_search_uses_recall_and_history_shows_where_a_memory_came_from(page: Pag
     expect(page.locator("#detail-audit li.audit-read").first).to_contain_text("alice-2")
 
 
-def test_approve_one_deletion_and_reject_the_other(
-    page: Page, inspector: LocalInspector
-) -> None:
+def test_approve_one_deletion_and_reject_the_other(page: Page, inspector: LocalInspector) -> None:
     page.click("nav a[data-tab=approvals]")
     cards = page.locator("#approval-list li.approval")
     expect(cards).to_have_count(2)
@@ -182,9 +180,7 @@ def test_forget_lists_what_it_deletes_then_deletes_it(page: Page) -> None:
     expect(page.locator("#memory-list")).to_contain_text("No memories yet.")
 
 
-def test_export_then_erase_with_a_typed_confirmation(
-    page: Page, inspector: LocalInspector
-) -> None:
+def test_export_then_erase_with_a_typed_confirmation(page: Page, inspector: LocalInspector) -> None:
     page.click("nav a[data-tab=data]")
     with page.expect_download() as download:
         page.click("#export")
