@@ -30,12 +30,14 @@ from memora.api import Memora, shared_memora
 from memora.config import get_settings
 from memora.errors import InvalidInput, MemoraError
 from memora.identity import TokenVerifier
+from memora.validation import validate_user_id
 from nodes.common import DEFAULT_USER
 
 logger = logging.getLogger("memora.inspector")
 
 STATIC_DIR = Path(__file__).parent / "static"
 MAX_BODY_BYTES = 64 * 1024
+USER_HEADER = "x-memora-user"
 SECURITY_HEADERS = {
     # Everything ships with the package: nothing may load from anywhere else.
     "Content-Security-Policy": (
@@ -60,11 +62,15 @@ class Inspector:
         memora: Memora | None = None,
         verifier: TokenVerifier | None = None,
         local_user: str = DEFAULT_USER,
+        user_header: bool = False,
     ) -> None:
         self.threads = threads
         self._memora = memora
         self.verifier = verifier
         self.local_user = local_user
+        self.user_header = user_header and verifier is None
+        """Without authentication, whether a request may name its user (``X-Memora-User``),
+        as a graph run may name it in ``configurable.user_id`` on such a server."""
 
     @property
     def memora(self) -> Memora:
@@ -76,9 +82,11 @@ class Inspector:
 
         Raises:
             InvalidToken: Authentication is on and the token is missing or does not verify.
+            InvalidInput: Without authentication, the user a request names is not a valid id.
         """
         if self.verifier is None:
-            return self.local_user
+            claimed = request.headers.get(USER_HEADER) if self.user_header else None
+            return validate_user_id(claimed) if claimed else self.local_user
         header = request.headers.get("authorization")
         return await asyncio.to_thread(self.verifier.user_id, header)
 
@@ -133,7 +141,11 @@ def endpoint(inspector: Inspector, handler: Handler) -> Callable[[Request], Awai
 
 
 async def me(inspector: Inspector, request: Request, user_id: str) -> Any:
-    return {"user_id": user_id, "auth": inspector.verifier is not None}
+    return {
+        "user_id": user_id,
+        "auth": inspector.verifier is not None,
+        "user_header": inspector.user_header,
+    }
 
 
 async def memories(inspector: Inspector, request: Request, user_id: str) -> Any:
@@ -257,7 +269,8 @@ def server_app() -> Starlette:
     """The app ``langgraph dev`` serves beside the graph, under the graph's identity rules."""
     settings = get_settings()
     verifier = TokenVerifier(settings) if settings.auth_enabled else None
-    return create_app(Inspector(ServerThreads(settings.auth_enabled), verifier=verifier))
+    threads = ServerThreads(settings.auth_enabled)
+    return create_app(Inspector(threads, verifier=verifier, user_header=True))
 
 
 app = server_app()

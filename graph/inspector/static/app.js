@@ -3,6 +3,8 @@
 "use strict";
 
 const TOKEN_KEY = "memora.inspector.token";
+// Without authentication a server trusts the user a client names, as its graph runs do.
+const USER_KEY = "memora.inspector.user";
 const $ = (id) => document.getElementById(id);
 const state = { user: null, auth: false, current: null };
 
@@ -15,6 +17,7 @@ class ApiError extends Error {
 async function api(path, options = {}) {
   const headers = { Accept: "application/json" };
   if (token()) headers.Authorization = "Bearer " + token();
+  if (sessionStorage.getItem(USER_KEY)) headers["X-Memora-User"] = sessionStorage.getItem(USER_KEY);
   if (options.body !== undefined) headers["Content-Type"] = "application/json";
   let response;
   try {
@@ -81,6 +84,8 @@ async function start() {
     $("who").hidden = false;
     $("user-id").textContent = "Signed in as " + me.user_id + (me.auth ? "" : " (local)");
     $("sign-out").hidden = !me.auth;
+    $("switch-user").hidden = !me.user_header;
+    $("as-user").value = me.user_id;
     route();
     refreshPendingCount();
   } catch (error) {
@@ -114,6 +119,13 @@ $("sign-in-form").addEventListener("submit", (event) => {
   start();
 });
 $("sign-out").addEventListener("click", () => signOut(""));
+$("switch-user").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const user = $("as-user").value.trim();
+  if (user) sessionStorage.setItem(USER_KEY, user); else sessionStorage.removeItem(USER_KEY);
+  showError(null);
+  start();
+});
 
 // -- navigation ----------------------------------------------------------------------
 
@@ -147,8 +159,8 @@ function badges(memory) {
     el("span", { class: "badge " + memory.status }, memory.status),
     el("span", { class: "badge" }, memory.memory_type === "episodic" ? "event" : "fact"),
     el("span", { title: "importance 1–5" }, "importance " + memory.importance + "/5"),
-    el("span", {}, "written " + when(memory.created_at)),
-    el("span", {}, "updated " + when(memory.updated_at)));
+    el("span", {}, "written " + when(memory.created_at)));
+  if (memory.updated_at !== memory.created_at) meta.append(el("span", {}, "updated " + when(memory.updated_at)));
   if (memory.needs_review) meta.append(el("span", { class: "badge review" }, "needs review"));
   if (memory.expires_at) meta.append(el("span", {}, "expires " + when(memory.expires_at)));
   if (memory.score !== undefined) meta.append(el("span", {}, "match " + memory.score));
