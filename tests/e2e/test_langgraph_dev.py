@@ -10,6 +10,7 @@ file order: remember, recall, isolation, ownership, forget (kept), forget (delet
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -279,3 +280,28 @@ def test_no_checkpoint_the_server_keeps_holds_a_refused_secret(
     stored = json.dumps(history, ensure_ascii=False, default=str)
     assert code not in stored and key not in stored
     assert "[redacted: sensitive_data]" in stored
+
+
+def test_without_auth_the_inspector_serves_the_user_a_client_names(
+    server: Server, client: SyncLangGraphClient, memora: Memora
+) -> None:
+    page = httpx.get(f"{server.url}/ui/", timeout=10)
+    assert page.status_code == 200 and "memory inspector" in page.text
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    # A fresh name: `langgraph dev` keeps threads of earlier runs in .langgraph_api.
+    user = f"dana-{uuid.uuid4().hex[:8]}"
+    _turn(client, "Please remember that I live in Kaohsiung.", user)
+    thread_id, _ = _turn(client, "Please forget that I live in Kaohsiung.", user)
+    api = f"{server.url}/ui/api"
+    me = httpx.get(f"{api}/me", timeout=10).json()
+    assert me == {"user_id": "default", "auth": False, "user_header": True}
+    as_user = {"X-Memora-User": user}
+    [pending] = httpx.get(f"{api}/approvals", headers=as_user, timeout=30).json()["pending"]
+    assert pending["thread_id"] == thread_id and "Kaohsiung" in pending["preview"]
+    others = httpx.get(f"{api}/approvals", headers={"X-Memora-User": "nobody"}, timeout=30)
+    assert others.json() == {"pending": []}
+    answer = {"decision": "approve", "memory_id": pending["memory_id"]}
+    decided = httpx.post(f"{api}/approvals/{thread_id}", json=answer, headers=as_user, timeout=60)
+    assert decided.status_code == 200 and decided.json()["deleted"] is True, decided.text
+    assert memora.get(user, pending["memory_id"]) is None
+    assert _pending_interrupts(client, thread_id) == []
