@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 import uvicorn
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from cli.console import UserOption, console
 from cli.library import open_memora
@@ -34,4 +35,7 @@ def ui(
     with open_agent(settings.data_dir, settings.database_url) as agent:
         inspector = Inspector(LocalThreads(agent, memora), memora=memora, local_user=user)
         console.print(f"Memory inspector for {user}: http://{host}:{port}/ui/", markup=False)
-        uvicorn.run(create_app(inspector), host=host, port=port, log_level="warning")
+        # Only requests addressed to this host: a page on another site cannot reach the
+        # unauthenticated API by pointing its own name at this address (DNS rebinding).
+        app = TrustedHostMiddleware(create_app(inspector), allowed_hosts=[host, "localhost"])
+        uvicorn.run(app, host=host, port=port, log_level="warning")

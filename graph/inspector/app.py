@@ -107,8 +107,12 @@ async def body_of(request: Request) -> dict[str, Any]:
     """The request's JSON object body.
 
     Raises:
-        InvalidInput: The body is too long, not JSON, or not an object.
+        InvalidInput: The body is not declared as JSON, is too long, not JSON, or not an object.
     """
+    # A page on another site may send a "simple" text/plain POST without asking first; one
+    # declared as JSON needs the browser's CORS preflight, which this app never grants.
+    if not request.headers.get("content-type", "").startswith("application/json"):
+        raise InvalidInput("the request body must be sent as application/json")
     raw = await request.body()
     if len(raw) > MAX_BODY_BYTES:
         raise InvalidInput("the request body is too long")

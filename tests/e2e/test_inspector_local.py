@@ -151,6 +151,9 @@ def test_an_answer_to_a_deletion_no_longer_pending_is_refused(inspector: LocalIn
         response = httpx.get(f"{inspector.url}/ui/api{path}")
         assert response.status_code == 404, response.text
         assert "cello" not in response.text
+    # Another site's name pointed at this address (DNS rebinding) is not served.
+    rebound = httpx.get(f"{inspector.url}/ui/api/memories", headers={"Host": "evil.example"})
+    assert rebound.status_code == 400 and "Kaohsiung" not in rebound.text
     foreign = {"decision": "approve", "memory_id": inspector.ids["cello"]}
     assert httpx.post(f"{inspector.url}/ui/api/approvals/bob-1", json=foreign).status_code == 404
 

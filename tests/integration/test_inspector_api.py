@@ -3,6 +3,7 @@ identity, isolation and one-line refusals that change nothing."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,9 @@ from memora.models import MemorySource
 from tests.e2e.inspector_seed import seed_local
 
 SECRET = "inspector-api-test-secret-0123456789abcdef"
+JSON = {"Content-Type": "application/json"}
+TEXT = {"Content-Type": "text/plain"}
+"""What another site's page can send without a CORS preflight."""
 
 
 def _bearer(sub: str) -> dict[str, str]:
@@ -79,12 +83,15 @@ def test_bad_input_gets_one_line_and_changes_nothing(
     ids = seeded[1]
     before = client.get("/ui/api/approvals").json()
     thread = before["pending"][0]["thread_id"]
+    approve = json.dumps({"decision": "approve", "memory_id": before["pending"][0]["memory_id"]})
     refusals = [
-        (client.post(f"/ui/api/approvals/{thread}", content=b"{not json"), 422),
+        (client.post(f"/ui/api/approvals/{thread}", content=b"{not json", headers=JSON), 422),
+        (client.post(f"/ui/api/approvals/{thread}", content=approve, headers=TEXT), 422),
+        (client.post("/ui/api/erase", content=b'{"confirm": "alice"}', headers=TEXT), 422),
         (client.post(f"/ui/api/approvals/{thread}", json=["approve"]), 422),
         (client.post(f"/ui/api/approvals/{thread}", json={"decision": "approve"}), 422),
         (client.post(f"/ui/api/approvals/{thread}", json={"decision": "edit"}), 422),
-        (client.post(f"/ui/api/approvals/{thread}", content=b"x" * 70_000), 422),
+        (client.post(f"/ui/api/approvals/{thread}", content=b"x" * 70_000, headers=JSON), 422),
         (client.get("/ui/api/memories?status=deleted"), 422),
         (client.get("/ui/api/memories?limit=-1"), 422),
         (client.get("/ui/api/memories?q=" + "x" * 5000), 422),
