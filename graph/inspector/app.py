@@ -145,6 +145,7 @@ def endpoint(inspector: Inspector, handler: Handler) -> Callable[[Request], Awai
 
 
 async def me(inspector: Inspector, request: Request, user_id: str) -> Any:
+    """Who the request is, and whether the server checks tokens."""
     return {
         "user_id": user_id,
         "auth": inspector.verifier is not None,
@@ -153,11 +154,13 @@ async def me(inspector: Inspector, request: Request, user_id: str) -> Any:
 
 
 async def memories(inspector: Inspector, request: Request, user_id: str) -> Any:
+    """The user's memories, filtered or searched (``service.list_memories``)."""
     params = dict(request.query_params)
     return await inspector.call(service.list_memories, user_id, params)
 
 
 async def memory(inspector: Inspector, request: Request, user_id: str) -> Any:
+    """One memory with its history and audit trail; DELETE forgets it and its chain."""
     memory_id = request.path_params["memory_id"]
     if request.method == "DELETE":
         return await inspector.call(service.forget, user_id, memory_id)
@@ -165,15 +168,18 @@ async def memory(inspector: Inspector, request: Request, user_id: str) -> Any:
 
 
 async def forget_preview(inspector: Inspector, request: Request, user_id: str) -> Any:
+    """Everything forgetting this memory would delete."""
     memory_id = request.path_params["memory_id"]
     return await inspector.call(service.forget_preview, user_id, memory_id)
 
 
 async def approvals(inspector: Inspector, request: Request, user_id: str) -> Any:
+    """Every deletion awaiting this user's answer, across their threads."""
     return {"pending": await inspector.threads.pending(user_id)}
 
 
 async def decide(inspector: Inspector, request: Request, user_id: str) -> Any:
+    """Answer one pending deletion with the standard decision and resume its thread."""
     body = await body_of(request)
     resume = resume_value(body)
     memory_id = body.get("memory_id")
@@ -187,6 +193,7 @@ async def decide(inspector: Inspector, request: Request, user_id: str) -> Any:
 
 
 async def profile(inspector: Inspector, request: Request, user_id: str) -> Any:
+    """The user's profile; PUT sets one field, DELETE removes one."""
     if request.method == "PUT":
         return await inspector.call(service.set_profile, user_id, await body_of(request))
     if request.method == "DELETE":
@@ -196,12 +203,14 @@ async def profile(inspector: Inspector, request: Request, user_id: str) -> Any:
 
 
 async def export(inspector: Inspector, request: Request, user_id: str) -> Any:
+    """Everything held of the user, threads included (``memora users export``)."""
     data = await inspector.call(Memora.export_user, user_id)
     data["threads"] = await inspector.threads.export(user_id)
     return data
 
 
 async def erase(inspector: Inspector, request: Request, user_id: str) -> Any:
+    """Remove everything of the user, after the typed confirmation."""
     service.check_erase_confirmation(user_id, await body_of(request))
     threads = await inspector.threads.erase(user_id)
     report = await inspector.call(Memora.erase_user, user_id)
@@ -229,10 +238,12 @@ async def page(request: Request) -> Response:
 
 
 async def to_page(request: Request) -> Response:
+    """``/ui`` without its slash goes to the page."""
     return RedirectResponse("/ui/")
 
 
 async def unknown_api(request: Request) -> Response:
+    """A one-line 404 for any other API path."""
     return _error(404, f"no inspector API at {request.url.path}")
 
 

@@ -141,6 +141,7 @@ class ServerThreads:
         return approval_request([i.get("value") for t in tasks for i in t.get("interrupts") or []])
 
     async def pending(self, user_id: str) -> list[dict[str, Any]]:
+        """See ``Threads.pending``."""
         found = []
         for thread in await self._threads(user_id, status="interrupted"):
             request = await self._request(thread["thread_id"])
@@ -152,6 +153,7 @@ class ServerThreads:
     async def decide(
         self, user_id: str, thread_id: str, memory_id: str, resume: dict[str, Any]
     ) -> dict[str, Any]:
+        """See ``Threads.decide``."""
         validate_thread_id(thread_id)
         validate_memory_id(memory_id)
         try:
@@ -171,6 +173,7 @@ class ServerThreads:
         return {"thread_id": thread_id, "reply": values.get("reply") or ""}
 
     async def export(self, user_id: str) -> list[dict[str, Any]]:
+        """See ``Threads.export``."""
         return [
             {
                 "thread_id": thread["thread_id"],
@@ -183,6 +186,7 @@ class ServerThreads:
         ]
 
     async def erase(self, user_id: str) -> int:
+        """See ``Threads.erase``."""
         threads = await self._threads(user_id)
         for thread in threads:
             await self._sdk().threads.delete(thread["thread_id"])
@@ -254,15 +258,19 @@ class LocalThreads:
             return len(thread_ids)
 
     async def pending(self, user_id: str) -> list[dict[str, Any]]:
+        """See ``Threads.pending``."""
         return await asyncio.to_thread(self._pending, user_id)
 
     async def decide(
         self, user_id: str, thread_id: str, memory_id: str, resume: dict[str, Any]
     ) -> dict[str, Any]:
+        """See ``Threads.decide``."""
         return await asyncio.to_thread(self._decide, user_id, thread_id, memory_id, resume)
 
     async def export(self, user_id: str) -> list[dict[str, Any]]:
+        """See ``Threads.export``."""
         return await asyncio.to_thread(self._export, user_id)
 
     async def erase(self, user_id: str) -> int:
+        """See ``Threads.erase``."""
         return await asyncio.to_thread(self._erase, user_id)
