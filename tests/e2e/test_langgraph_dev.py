@@ -19,9 +19,11 @@ import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
+from playwright.sync_api import Browser, expect
 
 from memora.api import Memora
 from memora.config import load_settings
+from tests.e2e.browser import browser  # noqa: F401  (the fixture)
 from tests.e2e.langgraph_server import Server, langgraph_dev
 
 ASSISTANT = "memora"
@@ -283,7 +285,10 @@ def test_no_checkpoint_the_server_keeps_holds_a_refused_secret(
 
 
 def test_without_auth_the_inspector_serves_the_user_a_client_names(
-    server: Server, client: SyncLangGraphClient, memora: Memora
+    server: Server,
+    client: SyncLangGraphClient,
+    memora: Memora,
+    browser: Browser,  # noqa: F811
 ) -> None:
     page = httpx.get(f"{server.url}/ui/", timeout=10)
     assert page.status_code == 200 and "memory inspector" in page.text
@@ -292,6 +297,16 @@ def test_without_auth_the_inspector_serves_the_user_a_client_names(
     user = f"dana-{uuid.uuid4().hex[:8]}"
     _turn(client, "Please remember that I live in Kaohsiung.", user)
     thread_id, _ = _turn(client, "Please forget that I live in Kaohsiung.", user)
+    page = browser.new_page()
+    page.goto(f"{server.url}/ui/")
+    expect(page.locator("#user-id")).to_have_text("Signed in as default (local)")
+    expect(page.locator("#sign-in")).to_be_hidden()
+    page.fill("#as-user", user)
+    page.click("#switch-user button")
+    expect(page.locator("#user-id")).to_have_text(f"Signed in as {user} (local)")
+    expect(page.locator("#memory-list")).to_contain_text("Kaohsiung")
+    expect(page.locator("#pending-count")).to_have_text("1")
+    page.close()
     api = f"{server.url}/ui/api"
     me = httpx.get(f"{api}/me", timeout=10).json()
     assert me == {"user_id": "default", "auth": False, "user_header": True}
