@@ -69,15 +69,33 @@ def list_memories(memora: Memora, user_id: str, params: dict[str, str]) -> dict[
         found = [
             {**memory_json(hit.memory), "score": round(hit.score, 3)}
             for hit in hits
-            if memory_type is None or hit.memory.memory_type is memory_type
+            if (memory_type is None or hit.memory.memory_type is memory_type)
+            and (status is None or hit.memory.status is status)
         ]
         return {"memories": found, "total": len(found), "search": True}
-    units = [
-        unit
-        for unit in memora.iter_memories(user_id, status)
-        if memory_type is None or unit.memory_type is memory_type
-    ]
-    units.reverse()  # newest first: what a person looks for is usually recent
+    if memory_type is not None:
+        return _filtered_page(memora, user_id, status, memory_type, offset, limit)
+    # Newest first (what a person looks for is usually recent): the store lists oldest
+    # first, so the page is read from the end.
+    total = memora.count(user_id, status)
+    start = max(0, total - offset - limit)
+    count = total - offset - start
+    units = memora.list(user_id, status, limit=count, offset=start) if count > 0 else []
+    units.reverse()
+    return {"memories": [memory_json(unit) for unit in units], "total": total, "search": False}
+
+
+def _filtered_page(
+    memora: Memora,
+    user_id: str,
+    status: MemoryStatus | None,
+    memory_type: MemoryType,
+    offset: int,
+    limit: int,
+) -> dict[str, Any]:
+    # The store does not filter by type: read every memory of the status, a batch at a time.
+    units = [u for u in memora.iter_memories(user_id, status) if u.memory_type is memory_type]
+    units.reverse()
     page = units[offset : offset + limit]
     return {"memories": [memory_json(unit) for unit in page], "total": len(units), "search": False}
 

@@ -142,3 +142,21 @@ def test_forget_preview_lists_the_whole_history_chain(
     deleted = client.delete(f"/ui/api/memories/{second}").json()["deleted"]
     assert set(deleted) == chain
     assert all(memora.get("alice", memory_id) is None for memory_id in chain)
+
+
+def test_the_listing_pages_newest_first_and_filters(local: tuple[TestClient, Memora]) -> None:
+    client, memora = local
+    for colour in ("red", "green", "blue"):
+        memora.add("alice", f"My brother's car is {colour}.")
+    everything = client.get("/ui/api/memories").json()
+    texts = [m["content"] for m in everything["memories"]]
+    assert everything["total"] == len(texts) == 5 and "blue" in texts[0]
+    page = client.get("/ui/api/memories?offset=1&limit=2").json()
+    assert [m["content"] for m in page["memories"]] == texts[1:3] and page["total"] == 5
+    assert client.get("/ui/api/memories?offset=9").json()["memories"] == []
+    events = client.get("/ui/api/memories?type=episodic").json()
+    assert events["memories"] == [] and events["total"] == 0
+    facts = client.get("/ui/api/memories?type=semantic&offset=4").json()
+    assert [m["content"] for m in facts["memories"]] == texts[4:] and facts["total"] == 5
+    superseded = client.get("/ui/api/memories?status=superseded&q=brother car").json()
+    assert superseded["memories"] == [] and superseded["search"] is True
