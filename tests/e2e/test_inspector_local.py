@@ -23,6 +23,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from memora.api import Memora
 from memora.config import load_settings
+from memora.models import MemoryUnit
 from tests.e2e.browser import PHONE, browser  # noqa: F401  (the fixture)
 from tests.e2e.inspector_seed import seed_local
 
@@ -208,3 +209,25 @@ def test_erasing_alice_left_bob_untouched(inspector: LocalInspector) -> None:
         assert [unit.id for unit in memora.list("bob")] == [inspector.ids["cello"]]
     finally:
         memora.close()
+
+
+def test_a_long_list_shows_the_newest_page_then_more(page: Page, inspector: LocalInspector) -> None:
+    memora = Memora(load_settings(data_dir=inspector.data_dir))
+    try:
+        units = [
+            MemoryUnit(id=f"bulk-{n:03d}", user_id="alice", content=f"Bulk note number {n}.")
+            for n in range(205)
+        ]
+        memora.ingest(units)
+    finally:
+        memora.close()
+    page.goto(f"{inspector.url}/ui/#memories")
+    page.reload()
+    expect(page.locator("#memory-list li.memory")).to_have_count(200)
+    expect(page.locator("#memory-summary")).to_have_text("205 memories, newest 200 shown.")
+    page.click("#more")
+    expect(page.locator("#memory-list li.memory")).to_have_count(205)
+    expect(page.locator("#more")).to_be_hidden()
+    cards = page.locator("#memory-list li.memory")
+    ids = cards.evaluate_all("cards => cards.map(card => card.dataset.id)")
+    assert len(set(ids)) == 205

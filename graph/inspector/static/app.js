@@ -129,7 +129,7 @@ $("switch-user").addEventListener("submit", (event) => {
 
 // -- navigation ----------------------------------------------------------------------
 
-const TABS = { memories: loadMemories, approvals: loadApprovals, profile: loadProfile, data: () => {} };
+const TABS = { memories: () => loadMemories(), approvals: loadApprovals, profile: loadProfile, data: () => {} };
 
 function show(name) {
   document.querySelectorAll(".tab").forEach((section) => { section.hidden = section.id !== name; });
@@ -176,15 +176,19 @@ function memoryCard(memory) {
       el("button", { type: "button", class: "danger", onclick: () => openForget(memory.id) }, "Forget")));
 }
 
-async function loadMemories() {
+async function loadMemories(more = false) {
+  const list = $("memory-list");
   const params = new URLSearchParams();
+  if (more) params.set("offset", String(list.querySelectorAll("li.memory").length));
   const query = $("query").value.trim();
   if (query) params.set("q", query);
   if ($("status").value) params.set("status", $("status").value);
   if ($("type").value) params.set("type", $("type").value);
   const data = await api("/memories?" + params);
-  const list = $("memory-list");
-  const shown = data.memories.length;
+  if (more) list.append(...data.memories.map(memoryCard));
+  else list.replaceChildren(...data.memories.map(memoryCard));
+  const shown = list.querySelectorAll("li.memory").length;
+  $("more").hidden = data.search || shown >= data.total;
   $("memory-summary").textContent = data.search
     ? `${shown} ${shown === 1 ? "memory matches" : "memories match"} “${query}”.`
     : `${data.total} ${data.total === 1 ? "memory" : "memories"}` + (shown < data.total ? `, newest ${shown} shown.` : ".");
@@ -192,10 +196,10 @@ async function loadMemories() {
     empty(list, data.search || params.has("status") || params.has("type")
       ? "No memory matches."
       : "No memories yet. Memora remembers what you tell it in a conversation.");
-    return;
   }
-  list.replaceChildren(...data.memories.map(memoryCard));
 }
+
+$("more").addEventListener("click", () => { loadMemories(true).catch(showError); });
 
 $("search-form").addEventListener("submit", (event) => {
   event.preventDefault();
