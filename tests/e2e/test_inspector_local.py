@@ -109,6 +109,7 @@ def test_the_local_user_is_served_without_a_sign_in(page: Page) -> None:
 
 
 def test_search_uses_recall_and_history_shows_where_a_memory_came_from(page: Page) -> None:
+    page.click("nav a[data-tab=memories]")
     page.fill("#query", "where do I live?")
     page.click("#search-form button")
     expect(page.locator("#memory-summary")).to_contain_text("matches")
@@ -121,6 +122,9 @@ def test_search_uses_recall_and_history_shows_where_a_memory_came_from(page: Pag
     expect(page.locator("#detail-audit li.audit-write")).to_contain_text("alice-1")
     # The forget request searched for it: that search is in the trail, with its query.
     expect(page.locator("#detail-audit li.audit-read").first).to_contain_text("alice-2")
+    page.click("nav a[data-tab=memories]")  # the address has not changed: the tab still opens
+    expect(page.locator("#memories")).to_be_visible()
+    expect(page.locator("#detail")).to_be_hidden()
 
 
 def test_approve_one_deletion_and_reject_the_other(page: Page, inspector: LocalInspector) -> None:

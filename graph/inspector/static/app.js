@@ -148,6 +148,12 @@ function route() {
 }
 
 window.addEventListener("hashchange", route);
+// A tab whose address is already current (back from a memory's history) still reloads it.
+document.querySelectorAll("nav a").forEach((link) => {
+  link.addEventListener("click", (event) => {
+    if (location.hash === link.getAttribute("href")) { event.preventDefault(); route(); }
+  });
+});
 document.querySelectorAll(".back").forEach((button) => {
   button.addEventListener("click", () => { show("memories"); });
 });
