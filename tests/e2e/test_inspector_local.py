@@ -88,9 +88,12 @@ def inspector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalInspect
 def page(browser: Browser, inspector: LocalInspector) -> Iterator[Page]:  # noqa: F811
     context = browser.new_context(viewport=PHONE, accept_downloads=True)
     opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
     opened.goto(f"{inspector.url}/ui/")
     yield opened
     context.close()
+    assert errors == [], errors  # the page's script never failed
 
 
 def _cards(page: Page, selector: str = "#memory-list li.memory") -> list[str]:

@@ -100,9 +100,24 @@ def seeded(server: Server) -> dict[str, str]:
     return threads
 
 
-def _signed_in(browser: Browser, server: Server, user: str, **context: Any) -> Page:  # noqa: F811
+PAGE_ERRORS: dict[int, list[str]] = {}
+
+
+def _open(browser: Browser, server: Server, **context: Any) -> Page:  # noqa: F811
     page = browser.new_context(**context).new_page()
+    errors = PAGE_ERRORS.setdefault(id(page), [])
+    page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(f"{server.url}/ui/")
+    return page
+
+
+def _close(page: Page) -> None:
+    page.context.close()
+    assert PAGE_ERRORS.pop(id(page)) == [], "the page's script failed"
+
+
+def _signed_in(browser: Browser, server: Server, user: str, **context: Any) -> Page:  # noqa: F811
+    page = _open(browser, server, **context)
     expect(page.locator("#sign-in")).to_be_visible()
     page.fill("#token", TOKENS[user])
     page.click("#sign-in-form button")
@@ -115,8 +130,7 @@ def test_without_a_token_nothing_is_shown(
     server: Server,
     seeded: dict[str, str],
 ) -> None:
-    page = browser.new_context().new_page()
-    page.goto(f"{server.url}/ui/")
+    page = _open(browser, server)
     expect(page.locator("#sign-in")).to_be_visible()
     expect(page.locator("#tabs")).to_be_hidden()
     expect(page.locator("#error")).to_be_hidden()
@@ -131,7 +145,7 @@ def test_without_a_token_nothing_is_shown(
     expect(page.locator("#error")).to_have_text("malformed bearer token")
     expect(page.locator("#sign-in")).to_be_visible()
     expect(page.locator("#memory-list li")).to_have_count(0)
-    page.context.close()
+    _close(page)
 
 
 def test_alice_sees_her_memories_and_both_pending_deletions(
@@ -149,7 +163,7 @@ def test_alice_sees_her_memories_and_both_pending_deletions(
     README_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(artifact, README_SCREENSHOT)
     assert artifact.stat().st_size > 10_000
-    page.context.close()
+    _close(page)
 
 
 def test_alice_approves_one_deletion_and_rejects_the_other_in_the_browser(
@@ -172,7 +186,10 @@ def test_alice_approves_one_deletion_and_rejects_the_other_in_the_browser(
     page.click("nav a[data-tab=memories]")
     expect(page.locator("#memory-list li.memory")).to_have_count(1)
     expect(page.locator("#memory-list")).to_contain_text("oolong")
-    page.context.close()
+    page.click("#sign-out")
+    expect(page.locator("#sign-in")).to_be_visible()
+    assert "oolong" not in page.content()  # nothing of alice stays, shown or hidden
+    _close(page)
     # The threads resumed as the chat resumes them: finished, with the turn's reply.
     alice = _sdk(server, "alice")
     for name, outcome in (("kaohsiung", "Memory deleted"), ("oolong", "Memory kept")):
@@ -195,7 +212,7 @@ def test_bob_sees_none_of_alices_data(
     expect(page.locator("#approval-list")).to_contain_text("cello")
     for word in ("Kaohsiung", "oolong"):
         assert word not in page.content()
-    page.context.close()
+    _close(page)
     alices = seeded["oolong-memory"]
     foreign = _api(server, f"/memories/{alices}", "bob")
     unknown = _api(server, "/memories/no-such-memory", "bob")

@@ -98,10 +98,17 @@ function signOut(reason) {
   sessionStorage.removeItem(TOKEN_KEY);
   state.user = null;
   document.querySelectorAll(".tab").forEach((section) => { section.hidden = true; });
-  for (const id of ["memory-list", "approval-list", "detail-chain", "detail-audit", "forget-list"]) {
+  // Nothing of the last user stays on the page, shown or hidden.
+  for (const id of ["memory-list", "approval-list", "detail-memory", "detail-chain", "detail-audit",
+    "forget-list", "memory-summary", "pending-count", "user-id"]) {
     $(id).replaceChildren();
   }
   $("profile-table").tBodies[0].replaceChildren();
+  const link = $("export-link");
+  if (link.href) URL.revokeObjectURL(link.href);
+  link.removeAttribute("href");
+  link.hidden = true;
+  notify("");
   $("tabs").hidden = true;
   $("who").hidden = true;
   $("sign-in").hidden = false;
@@ -129,7 +136,7 @@ $("switch-user").addEventListener("submit", (event) => {
 
 // -- navigation ----------------------------------------------------------------------
 
-const TABS = { memories: () => loadMemories(), approvals: loadApprovals, profile: loadProfile, data: () => {} };
+const TABS = { memories: () => loadMemories(), approvals: loadApprovals, profile: loadProfile, data: async () => {} };
 
 function show(name) {
   document.querySelectorAll(".tab").forEach((section) => { section.hidden = section.id !== name; });
