@@ -8,6 +8,7 @@ The tests share one server and run in file order.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -35,6 +36,12 @@ SECRET = "test-secret-for-the-memora-inspector-0123456789"
 ASSISTANT = "memora"
 FORGET_CELLO = "Please forget that I play the cello."
 README_SCREENSHOT = REPO_ROOT / "docs" / "images" / "inspector.png"
+
+
+def _update_readme_images() -> bool:
+    """The README's screenshots are rewritten when asked (UPDATE_README_IMAGES=1) or missing,
+    so a test run leaves the work tree clean; each run keeps its own under the tmp dir."""
+    return os.environ.get("UPDATE_README_IMAGES") == "1" or not README_SCREENSHOT.exists()
 
 
 def _token(sub: str) -> str:
@@ -160,9 +167,10 @@ def test_alice_sees_her_memories_and_both_pending_deletions(
     assert "cello" not in page.content()
     artifact = tmp_path / "inspector.png"
     page.screenshot(path=str(artifact), full_page=True)
-    README_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(artifact, README_SCREENSHOT)
     assert artifact.stat().st_size > 10_000
+    if _update_readme_images():
+        README_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(artifact, README_SCREENSHOT)
     _close(page)
 
 
@@ -170,13 +178,17 @@ def test_alice_approves_one_deletion_and_rejects_the_other_in_the_browser(
     browser: Browser,  # noqa: F811
     server: Server,
     seeded: dict[str, str],
+    tmp_path: Path,
 ) -> None:
     page = _signed_in(browser, server, "alice", viewport=PHONE)
     page.click("nav a[data-tab=approvals]")
     cards = page.locator("#approval-list li.approval")
     expect(cards).to_have_count(2)
     assert "cello" not in page.content()
-    page.screenshot(path=str(README_SCREENSHOT.with_name("inspector-approvals.png")))
+    approvals = tmp_path / "inspector-approvals.png"
+    page.screenshot(path=str(approvals))
+    if _update_readme_images():
+        shutil.copyfile(approvals, README_SCREENSHOT.with_name(approvals.name))
     cards.filter(has_text="Kaohsiung").get_by_role("button", name="Approve").click()
     expect(page.locator("#notice")).to_have_text("Deleted: The user lives in Kaohsiung.")
     expect(cards).to_have_count(1)
