@@ -113,6 +113,9 @@ async def body_of(request: Request) -> dict[str, Any]:
     # declared as JSON needs the browser's CORS preflight, which this app never grants.
     if not request.headers.get("content-type", "").startswith("application/json"):
         raise InvalidInput("the request body must be sent as application/json")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise InvalidInput("the request body is too long")
     raw = await request.body()
     if len(raw) > MAX_BODY_BYTES:
         raise InvalidInput("the request body is too long")
@@ -244,7 +247,7 @@ async def to_page(request: Request) -> Response:
 
 async def unknown_api(request: Request) -> Response:
     """A one-line 404 for any other API path."""
-    return _error(404, f"no inspector API at {request.url.path}")
+    return _error(404, "no such inspector API")
 
 
 class WithHeaders:
