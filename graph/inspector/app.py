@@ -1,10 +1,11 @@
 """The inspector's ASGI app: the page at ``/ui``, its files, and its JSON API at ``/ui/api``.
 
-Under ``langgraph dev`` (``langgraph.json`` → ``http.app``) it runs inside the server, beside
-the graph. The server does not authenticate custom routes, so every API call here verifies
-the same bearer token the graph's auth does (``memora.identity.TokenVerifier``) and serves
-only the user it proves; with no authentication configured it serves the local user, as the
-graph does. The page itself holds no data: it is the same file for everyone.
+Under ``langgraph dev`` (``langgraph.json`` → ``http.app``, built in ``graph.inspector.server``)
+it runs inside the server, beside the graph. The server does not authenticate custom routes,
+so every API call here verifies the same bearer token the graph's auth does
+(``memora.identity.TokenVerifier``) and serves only the user it proves; with no
+authentication configured it serves the local user, as the graph does. The page itself
+holds no data: it is the same file for everyone.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from starlette.staticfiles import StaticFiles
 
 from graph.errors import http_status_for
 from graph.inspector import service
-from graph.inspector.threads import ServerThreads, Threads, resume_value
+from graph.inspector.threads import Threads, resume_value
 from memora.api import Memora, shared_memora
 from memora.config import get_settings
 from memora.errors import InvalidInput, MemoraError
@@ -281,14 +282,3 @@ def create_app(inspector: Inspector) -> Starlette:
             Mount("/ui/static", WithHeaders(StaticFiles(directory=STATIC_DIR))),
         ]
     )
-
-
-def server_app() -> Starlette:
-    """The app ``langgraph dev`` serves beside the graph, under the graph's identity rules."""
-    settings = get_settings()
-    verifier = TokenVerifier(settings) if settings.auth_enabled else None
-    threads = ServerThreads(settings.auth_enabled)
-    return create_app(Inspector(threads, verifier=verifier, user_header=True))
-
-
-app = server_app()
