@@ -21,6 +21,7 @@ from cli.memories import memories_app
 from cli.profile import profile_app
 from cli.threads import threads_app
 from cli.train import train
+from cli.ui import ui
 from cli.users import users_app
 from memora.api import close_shared
 from memora.config import get_settings
@@ -87,6 +88,7 @@ app.command("chat")(chat)
 app.command("demo")(demo)
 app.command("mcp")(mcp)
 app.command("train")(train)
+app.command("ui")(ui)
 
 
 def main() -> None:

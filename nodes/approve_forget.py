@@ -1,4 +1,10 @@
-"""Ask the user to approve each requested deletion (a LangGraph interrupt per memory)."""
+"""Ask the user to approve each requested deletion (a LangGraph interrupt per memory).
+
+The interrupt carries LangChain's human-in-the-loop request (``action_requests`` and
+``review_configs``, the shape ``HumanInTheLoopMiddleware`` raises and Studio and Agent
+Chat UI render as a review card) beside Memora's own fields (``memory_id``, ``preview``,
+``reason``, ``question``), so both kinds of client can answer it.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +13,51 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
+from agent.tool_schemas import REQUEST_FORGET_MEMORY
 from nodes.common import owned_user_id
-from nodes.state import Context, State
+from nodes.state import Context, ForgetAction, State
 
 _YES = {"y", "yes", "approve", "true"}
+ALLOWED_DECISIONS = ["approve", "reject"]
+"""The standard decisions a deletion accepts: no edit (the memory id is not the
+reviewer's to change) and no respond (a person is not the tool's result)."""
+QUESTION = "Delete this memory? [y/N]"
+
+
+def approval_request(action: ForgetAction) -> dict[str, Any]:
+    """The interrupt value for one deletion: Memora's fields and the standard HITL request."""
+    return {
+        "memory_id": action.memory_id,
+        "preview": action.preview,
+        "reason": action.reason,
+        "question": QUESTION,
+        "action_requests": [
+            {
+                "name": REQUEST_FORGET_MEMORY,
+                "args": {"memory_id": action.memory_id, "reason": action.reason},
+                "description": (
+                    f"Delete this memory and its history?\n\nMemory: {action.preview}\n"
+                    f"Reason: {action.reason}"
+                ),
+            }
+        ],
+        "review_configs": [
+            {"action_name": REQUEST_FORGET_MEMORY, "allowed_decisions": ALLOWED_DECISIONS}
+        ],
+    }
 
 
 def is_approval(answer: Any) -> bool:
-    """True for ``true``, "y"/"yes"/"approve"/"true" (any case, trimmed) or {"approve": those}."""
+    """Whether a resume value approves the deletion.
+
+    True for ``true``; "y"/"yes"/"approve"/"true" (any case, trimmed); ``{"approve": those}``;
+    and the standard ``{"decisions": [{"type": "approve"}]}``. Anything else keeps the
+    memory, the chat's ``[y/N]`` default: ``{"decisions": [{"type": "reject", ...}]}``, an
+    unknown decision type, or a list of decisions that is not exactly one (one action was
+    asked about, so more or fewer answers are not an answer to it).
+    """
+    if isinstance(answer, dict) and "decisions" in answer:
+        return _standard_approval(answer["decisions"])
     if isinstance(answer, dict):
         answer = answer.get("approve")
     if answer is True:
@@ -22,19 +65,18 @@ def is_approval(answer: Any) -> bool:
     return isinstance(answer, str) and answer.strip().lower() in _YES
 
 
+def _standard_approval(decisions: Any) -> bool:
+    if not isinstance(decisions, list) or len(decisions) != 1:
+        return False
+    decision = decisions[0]
+    return isinstance(decision, dict) and decision.get("type") == "approve"
+
+
 def approve_forget(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Interrupt once per forget action; the node re-runs on resume, so nothing happens before."""
     owned_user_id(state, runtime)
     approved = []
     for action in state.forget_actions():
-        answer = interrupt(
-            {
-                "memory_id": action.memory_id,
-                "preview": action.preview,
-                "reason": action.reason,
-                "question": "Delete this memory? [y/N]",
-            }
-        )
-        if is_approval(answer):
+        if is_approval(interrupt(approval_request(action))):
             approved.append(action.memory_id)
     return {"approved_forget_ids": approved}

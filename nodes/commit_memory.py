@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
 from agent.messages import text_of
@@ -21,7 +22,10 @@ def commit_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Run each pending remember action through policy and reconciliation, then touch."""
     user_id = owned_user_id(state, runtime)
     memora = library(runtime)
-    source = MemorySource(thread_id=current_thread_id(), turn=None, actor="agent")
+    # The turn's number in its thread (1 = the first user message), so a person can find
+    # where a memory came from; the inspector shows it beside the thread id.
+    turn = sum(isinstance(message, HumanMessage) for message in state.messages)
+    source = MemorySource(thread_id=current_thread_id(), turn=turn or None, actor="agent")
     candidates = [action.candidate for action in state.remember_actions()]
     answer = last_ai_message(state.messages)
     reply = text_of(answer) if answer is not None else ""

@@ -13,6 +13,7 @@ import json
 import random
 import string
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,9 +23,11 @@ import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
+from playwright.sync_api import Browser, expect
 
 from memora.api import Memora
 from memora.config import load_settings
+from tests.e2e.browser import browser  # noqa: F401  (the fixture)
 from tests.e2e.langgraph_server import REPO_ROOT, Server, langgraph_dev
 
 ASSISTANT = "memora"
@@ -337,3 +340,41 @@ def test_no_server_record_holds_a_typed_secret(client: SyncLangGraphClient, serv
     for secret in (code, key, pin):
         assert _files_holding(runtime_files, secret.encode()) == []
         assert secret not in server.log_path.read_text(errors="replace")
+
+
+def test_without_auth_the_inspector_serves_the_user_a_client_names(
+    server: Server,
+    client: SyncLangGraphClient,
+    memora: Memora,
+    browser: Browser,  # noqa: F811
+) -> None:
+    page = httpx.get(f"{server.url}/ui/", timeout=10)
+    assert page.status_code == 200 and "memory inspector" in page.text
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    # A fresh name: `langgraph dev` keeps threads of earlier runs in .langgraph_api.
+    user = f"dana-{uuid.uuid4().hex[:8]}"
+    _turn(client, "Please remember that I live in Kaohsiung.", user)
+    thread_id, _ = _turn(client, "Please forget that I live in Kaohsiung.", user)
+    page = browser.new_page()
+    page.goto(f"{server.url}/ui/")
+    expect(page.locator("#user-id")).to_have_text("Signed in as default (local)")
+    expect(page.locator("#sign-in")).to_be_hidden()
+    page.fill("#as-user", user)
+    page.click("#switch-user button")
+    expect(page.locator("#user-id")).to_have_text(f"Signed in as {user} (local)")
+    expect(page.locator("#memory-list")).to_contain_text("Kaohsiung")
+    expect(page.locator("#pending-count")).to_have_text("1")
+    page.close()
+    api = f"{server.url}/ui/api"
+    me = httpx.get(f"{api}/me", timeout=10).json()
+    assert me == {"user_id": "default", "auth": False, "user_header": True}
+    as_user = {"X-Memora-User": user}
+    [pending] = httpx.get(f"{api}/approvals", headers=as_user, timeout=30).json()["pending"]
+    assert pending["thread_id"] == thread_id and "Kaohsiung" in pending["preview"]
+    others = httpx.get(f"{api}/approvals", headers={"X-Memora-User": "nobody"}, timeout=30)
+    assert others.json() == {"pending": []}
+    answer = {"decision": "approve", "memory_id": pending["memory_id"]}
+    decided = httpx.post(f"{api}/approvals/{thread_id}", json=answer, headers=as_user, timeout=60)
+    assert decided.status_code == 200 and decided.json()["deleted"] is True, decided.text
+    assert memora.get(user, pending["memory_id"]) is None
+    assert _pending_interrupts(client, thread_id) == []

@@ -140,10 +140,41 @@ def test_seed_scenarios_remember_recall_refuse_forget(agent: Any) -> None:
         ({"approve": False}, False),
         ("maybe", False),
         (1, False),
+        ({"decisions": [{"type": "approve"}]}, True),
+        ({"decisions": [{"type": "reject", "message": "keep it"}]}, False),
+        ({"decisions": [{"type": "reject"}]}, False),
+        ({"decisions": [{"type": "edit", "edited_action": {}}]}, False),
+        ({"decisions": [{"type": "approve"}, {"type": "approve"}]}, False),
+        ({"decisions": []}, False),
+        ({"decisions": "approve"}, False),
+        ({"decisions": ["approve"]}, False),
     ],
 )
 def test_approval_values(answer: Any, approved: bool) -> None:
     assert is_approval(answer) is approved
+
+
+def test_the_deletion_request_has_the_standard_shape_and_takes_standard_decisions(
+    agent: Any,
+) -> None:
+    _turn(agent, "t1", "Please remember that I live in Kaohsiung.")
+    memory_id = _store().list("alice")[0].id
+    paused = _turn(agent, "t2", "Please forget that I live in Kaohsiung.")
+    request = paused["__interrupt__"][0].value
+    assert request["memory_id"] == memory_id and "Kaohsiung" in request["preview"]
+    [action] = request["action_requests"]
+    assert action["name"] == "request_forget_memory"
+    assert action["args"]["memory_id"] == memory_id
+    assert "Kaohsiung" in action["description"]
+    assert request["review_configs"] == [
+        {"action_name": "request_forget_memory", "allowed_decisions": ["approve", "reject"]}
+    ]
+    kept = _resume(agent, "t2", {"decisions": [{"type": "reject", "message": "keep it"}]})
+    assert kept["deleted_memory_ids"] == [] and _store().get("alice", memory_id) is not None
+    _turn(agent, "t3", "Please forget that I live in Kaohsiung.")
+    approved = _resume(agent, "t3", {"decisions": [{"type": "approve"}]})
+    assert approved["deleted_memory_ids"] == [memory_id]
+    assert _store().get("alice", memory_id) is None
 
 
 def test_new_message_to_a_paused_thread_keeps_the_memory(agent: Any) -> None:

@@ -1,0 +1,78 @@
+"""The deletion request is LangChain's human-in-the-loop request, checked against LangChain's
+own types and against the test Agent Chat UI applies before it renders a review card."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain.agents.middleware.human_in_the_loop import HITLRequest, HITLResponse
+from pydantic import TypeAdapter
+
+from agent.pending_actions import ForgetAction
+from graph.inspector.threads import resume_value
+from memora.errors import InvalidInput
+from nodes.approve_forget import approval_request, is_approval
+
+ACTION = ForgetAction(memory_id="m-1", preview="The user lives in Kaohsiung.", reason="asked")
+
+
+def _agent_chat_ui_renders(value: Any) -> bool:
+    """agent-chat-ui's ``isAgentInboxInterruptSchema`` (src/lib/agent-inbox-interrupt.ts)."""
+    requests, configs = value.get("action_requests"), value.get("review_configs")
+    if not isinstance(requests, list) or not requests:
+        return False
+    if not isinstance(configs, list) or not configs:
+        return False
+    requests_ok = all(
+        isinstance(r, dict) and isinstance(r.get("name"), str) and isinstance(r.get("args"), dict)
+        for r in requests
+    )
+    configs_ok = all(
+        isinstance(c, dict)
+        and isinstance(c.get("action_name"), str)
+        and isinstance(c.get("allowed_decisions"), list)
+        for c in configs
+    )
+    return requests_ok and configs_ok
+
+
+def test_the_request_is_langchains_and_keeps_memoras_fields() -> None:
+    request = approval_request(ACTION)
+    TypeAdapter(HITLRequest).validate_python(
+        {k: request[k] for k in ("action_requests", "review_configs")}, strict=True
+    )
+    assert _agent_chat_ui_renders(request)
+    assert {k: request[k] for k in ("memory_id", "preview", "reason")} == {
+        "memory_id": "m-1",
+        "preview": "The user lives in Kaohsiung.",
+        "reason": "asked",
+    }
+    [config] = request["review_configs"]
+    assert config["allowed_decisions"] == ["approve", "reject"]
+    assert config["action_name"] == request["action_requests"][0]["name"]
+    assert "Kaohsiung" in request["action_requests"][0]["description"]
+
+
+@pytest.mark.parametrize(
+    ("body", "approved"),
+    [
+        ({"decision": "approve"}, True),
+        ({"decision": "reject"}, False),
+        ({"decision": "reject", "message": "I still live there"}, False),
+    ],
+)
+def test_the_inspectors_answers_are_standard_decisions(
+    body: dict[str, Any], approved: bool
+) -> None:
+    resume = resume_value(body)
+    TypeAdapter(HITLResponse).validate_python(resume, strict=True)
+    assert is_approval(resume) is approved
+
+
+@pytest.mark.parametrize(
+    "body", [{}, {"decision": "edit"}, {"decision": True}, {"decision": "reject", "message": 3}]
+)
+def test_anything_else_is_refused_in_one_line(body: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInput, match="nothing was changed"):
+        resume_value(body)
