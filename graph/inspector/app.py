@@ -167,7 +167,10 @@ async def memory(inspector: Inspector, request: Request, user_id: str) -> Any:
     """One memory with its history and audit trail; DELETE forgets it and its chain."""
     memory_id = request.path_params["memory_id"]
     if request.method == "DELETE":
-        return await inspector.call(service.forget, user_id, memory_id)
+        done = await inspector.call(service.forget, user_id, memory_id)
+        texts = done.pop("texts")
+        done["threads"] = await inspector.threads.forget_words(user_id, done["deleted"], texts)
+        return done
     return await inspector.call(service.memory_detail, user_id, memory_id)
 
 

@@ -145,16 +145,18 @@ def forget_preview(memora: Memora, user_id: str, memory_id: str) -> dict[str, An
 
 
 def forget(memora: Memora, user_id: str, memory_id: str) -> dict[str, Any]:
-    """Delete the memory and its chain, as ``memora memories forget`` does.
+    """Delete the memory and its chain, as ``memora memories forget`` does; returns the
+    deleted ids and their texts (for taking them out of the conversations).
 
     Raises:
         NotFound: The id names no memory of this user (or it is already deleted).
     """
     validate_memory_id(memory_id)
+    texts = [unit.content for unit in memora.history(user_id, memory_id).chain]
     deleted = memora.forget(user_id, memory_id, actor="inspector")
     if not deleted:
         raise _missing(memory_id)
-    return {"deleted": deleted}
+    return {"deleted": deleted, "texts": texts}
 
 
 def set_profile(memora: Memora, user_id: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.errors import NotFoundError
 
 from graph.builder import durability_for
-from graph.checkpointed import delete_threads, thread_records
+from graph.checkpointed import delete_threads, forget_in_threads, thread_records
 from memora.api import Memora
 from memora.errors import InvalidInput, NotFound, Unavailable
 from memora.validation import validate_memory_id, validate_thread_id
@@ -102,6 +102,11 @@ class Threads(Protocol):
 
     async def erase(self, user_id: str) -> int:
         """Delete every thread of the user; returns how many."""
+        ...
+
+    async def forget_words(self, user_id: str, ids: list[str], texts: list[str]) -> int:
+        """Blank the turns of the user's threads that involved these deleted memories;
+        returns how many threads changed."""
         ...
 
 
@@ -192,6 +197,12 @@ class ServerThreads:
             await self._sdk().threads.delete(thread["thread_id"])
         return len(threads)
 
+    async def forget_words(self, user_id: str, ids: list[str], texts: list[str]) -> int:
+        """See ``Threads.forget_words``: the runtime's checkpointer is out of this app's
+        reach, so a deletion made here leaves the server's threads as they are (an
+        approved deletion in a chat turn blanks them)."""
+        return 0
+
 
 class LocalThreads:
     """The threads of the local checkpointed graph (``graph.checkpointed.open_agent``)."""
@@ -274,3 +285,11 @@ class LocalThreads:
     async def erase(self, user_id: str) -> int:
         """See ``Threads.erase``."""
         return await asyncio.to_thread(self._erase, user_id)
+
+    def _forget_words(self, user_id: str, ids: list[str], texts: list[str]) -> int:
+        with self._lock:
+            return forget_in_threads(self._agent, user_id, ids, texts)
+
+    async def forget_words(self, user_id: str, ids: list[str], texts: list[str]) -> int:
+        """See ``Threads.forget_words``."""
+        return await asyncio.to_thread(self._forget_words, user_id, ids, texts)

@@ -160,3 +160,26 @@ def test_the_listing_pages_newest_first_and_filters(local: tuple[TestClient, Mem
     assert [m["content"] for m in facts["memories"]] == texts[4:] and facts["total"] == 5
     superseded = client.get("/ui/api/memories?status=superseded&q=brother car").json()
     assert superseded["memories"] == [] and superseded["search"] is True
+
+
+def test_forgetting_in_the_inspector_takes_the_words_out_of_the_threads(tmp_path: Path) -> None:
+    from langchain_core.messages import HumanMessage
+
+    from graph.checkpointed import thread_records
+    from nodes.state import Context
+
+    data_dir = tmp_path / "data"
+    memora = Memora(load_settings(data_dir=data_dir))
+    with open_agent(data_dir) as agent:
+        config = {"configurable": {"thread_id": "t1", "user_id": "alice"}}
+        context = Context(user_id="alice", memora=memora, chat_model="offline")
+        said = HumanMessage("Please remember that I live in Kaohsiung.")
+        agent.invoke({"messages": [said]}, config, context=context)
+        [memory] = [m for m in memora.list("alice") if "Kaohsiung" in m.content]
+        app = create_app(Inspector(LocalThreads(agent, memora), memora=memora, local_user="alice"))
+        with TestClient(app) as client:
+            done = client.delete(f"/ui/api/memories/{memory.id}").json()
+        assert done == {"deleted": [memory.id], "threads": 1}
+        [thread] = thread_records(agent)
+        assert "Kaohsiung" not in json.dumps([str(m.content) for m in thread.messages])
+    memora.close()
