@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from agent.tool_schemas import REQUEST_FORGET_MEMORY
-from nodes.common import owned_user_id
+from nodes.common import library, owned_user_id
 from nodes.state import Context, ForgetAction, State
 
 _YES = {"y", "yes", "approve", "true"}
@@ -24,13 +24,17 @@ reviewer's to change) and no respond (a person is not the tool's result)."""
 QUESTION = "Delete this memory? [y/N]"
 
 
-def approval_request(action: ForgetAction) -> dict[str, Any]:
-    """The interrupt value for one deletion: Memora's fields and the standard HITL request."""
+def approval_request(
+    action: ForgetAction, deletes: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
+    """The interrupt value for one deletion: Memora's fields, every memory it removes (the
+    chain, oldest first) and the standard HITL request."""
     return {
         "memory_id": action.memory_id,
         "preview": action.preview,
         "reason": action.reason,
         "question": QUESTION,
+        "deletes": deletes if deletes is not None else [],
         "action_requests": [
             {
                 "name": REQUEST_FORGET_MEMORY,
@@ -74,9 +78,13 @@ def _standard_approval(decisions: Any) -> bool:
 
 def approve_forget(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Interrupt once per forget action; the node re-runs on resume, so nothing happens before."""
-    owned_user_id(state, runtime)
+    user_id = owned_user_id(state, runtime)
+    memora = library(runtime)
     approved = []
     for action in state.forget_actions():
-        if is_approval(interrupt(approval_request(action))):
+        # Reading is no side effect: the node may re-run on resume.
+        chain = memora.history(user_id, action.memory_id).chain
+        deletes = [{"memory_id": unit.id, "content": unit.content} for unit in chain]
+        if is_approval(interrupt(approval_request(action, deletes))):
             approved.append(action.memory_id)
     return {"approved_forget_ids": approved}

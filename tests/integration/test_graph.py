@@ -158,22 +158,29 @@ def test_the_deletion_request_has_the_standard_shape_and_takes_standard_decision
     agent: Any,
 ) -> None:
     _turn(agent, "t1", "Please remember that I live in Kaohsiung.")
-    memory_id = _store().list("alice")[0].id
-    paused = _turn(agent, "t2", "Please forget that I live in Kaohsiung.")
+    _turn(agent, "t1", "Please remember that I live in Tainan now.")
+    memory_id = next(m.id for m in _store().list("alice") if "Tainan" in m.content)
+    paused = _turn(agent, "t2", "Please forget that I live in Tainan.")
     request = paused["__interrupt__"][0].value
-    assert request["memory_id"] == memory_id and "Kaohsiung" in request["preview"]
+    assert request["memory_id"] == memory_id and "Tainan" in request["preview"]
+    # Every memory the deletion removes is listed: the update's whole chain.
+    assert [d["content"] for d in request["deletes"]] == [
+        "The user lives in Kaohsiung.",
+        "The user lives in Tainan now.",
+    ]
+    assert request["deletes"][-1]["memory_id"] == memory_id
     [action] = request["action_requests"]
     assert action["name"] == "request_forget_memory"
     assert action["args"]["memory_id"] == memory_id
-    assert "Kaohsiung" in action["description"]
+    assert "Tainan" in action["description"]
     assert request["review_configs"] == [
         {"action_name": "request_forget_memory", "allowed_decisions": ["approve", "reject"]}
     ]
     kept = _resume(agent, "t2", {"decisions": [{"type": "reject", "message": "keep it"}]})
     assert kept["deleted_memory_ids"] == [] and _store().get("alice", memory_id) is not None
-    _turn(agent, "t3", "Please forget that I live in Kaohsiung.")
+    _turn(agent, "t3", "Please forget that I live in Tainan.")
     approved = _resume(agent, "t3", {"decisions": [{"type": "approve"}]})
-    assert approved["deleted_memory_ids"] == [memory_id]
+    assert set(approved["deleted_memory_ids"]) == {d["memory_id"] for d in request["deletes"]}
     assert _store().get("alice", memory_id) is None
 
 
