@@ -12,6 +12,7 @@ import typer
 from cli.console import ask, console, errors
 from cli.library import open_memora
 from graph.checkpointed import delete_threads, open_agent, thread_records
+from graph.remote_threads import erase_server_threads
 from memora.config import get_settings
 from memora.validation import validate_user_id
 
@@ -51,17 +52,31 @@ def users_export(
 def users_erase(
     user: str,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Erase without asking.")] = False,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MEMORA_SERVER_URL",
+            help="Also delete the user's threads on this LangGraph server (its own runtime).",
+        ),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MEMORA_SERVER_TOKEN", help="The user's bearer token for --server."
+        ),
+    ] = None,
 ) -> None:
     """Remove USER's memories, vectors, profile, audit and threads; print what was removed."""
     validate_user_id(user)
     if not yes and ask(f"Erase everything of {user}? [y/N]: ") not in {"y", "yes"}:
         console.print("kept")
         return
+    served = erase_server_threads(server, user, token) if server else 0
     with open_agent(get_settings().data_dir, get_settings().database_url) as agent:
         threads = [record.thread_id for record in thread_records(agent) if record.user_id == user]
         delete_threads(agent, threads)
     report = open_memora().erase_user(user)
-    report.threads = len(threads)
+    report.threads = len(threads) + served
     if not any((report.memories, report.profile_fields, report.audit_entries, report.threads)):
         errors.print(f"nothing was stored for user {user}", markup=False)
     console.print(
