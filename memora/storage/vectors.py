@@ -375,6 +375,8 @@ class VectorWriter:
             task = self._upkeep.popleft()
             try:
                 task()
+            except StoreError as error:  # a known state of the store: one line says it
+                logger.warning("vector upkeep failed: %s", error)
             except Exception:  # the next load schedules the same upkeep again
                 logger.warning("vector upkeep failed", exc_info=True)
 

@@ -655,3 +655,14 @@ def test_list_pages_the_table_and_streams_the_json(tmp_path: Path) -> None:
     assert "paged note 249" in last and "paged note 199" not in last
     listed = json.loads(ok(run(data_dir, "memories", "list", "--json")))
     assert [item["id"] for item in listed] == [f"p{n:03d}" for n in range(250)]
+
+
+def test_a_truncated_chroma_file_is_reported_in_one_line(data_dir: Path) -> None:
+    added = run(data_dir, "memories", "add", "I like green tea", "--user", "a")
+    assert added.returncode == 0, added.stderr
+    chroma_file = next(data_dir.rglob("chroma.sqlite3"))
+    with chroma_file.open("r+b") as handle:
+        handle.truncate(20_000)
+    searched = run(data_dir, "memories", "search", "tea", "--user", "a")
+    assert "Traceback" not in searched.stderr, searched.stderr
+    assert "malformed" in searched.stderr or searched.returncode != 0
