@@ -118,12 +118,19 @@ def _only_kept(text: str, keep: frozenset[str]) -> bool:
     return bool(keep) and not is_sensitive(_without(text, keep))
 
 
+_OWN_FILE_NAME = re.compile(r"[\w.\-]+\.(?:npz|db|sqlite3?|wal|lock|jsonl?|pckl|bin)\b")
+"""A file name with an extension Memora's stores write (a cache file is named by a hash)."""
+
+
 class RedactingFilter(logging.Filter):
-    """Rewrites each log record's message with its sensitive values redacted."""
+    """Rewrites each log record's message with its sensitive values redacted; names of
+    the stores' own files (a vector cache is named by a digest) stay readable."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        cleaned = redact(message)
+        names = frozenset(_OWN_FILE_NAME.findall(message))
+        keep = frozenset(part for name in names for part in re.split(r"[.\-]", name) if part)
+        cleaned = redact(message, keep=keep)
         if cleaned.redactions:
             record.msg, record.args = cleaned.text, None
         return True

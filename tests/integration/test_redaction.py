@@ -138,3 +138,12 @@ def test_a_turn_whose_memory_cannot_be_saved_is_still_redacted(
         assert [o["reason"] for o in state["commit_outcomes"]] == ["store_unavailable"]
     memora.close()
     assert files_containing(root, [CODE.encode()]) == []
+
+
+def test_log_redaction_leaves_the_stores_file_names_readable() -> None:
+    name = "3f2b8c1e9d0a4b5c6d7e8f9012345678-ab12cd34ef56ab78.npz"
+    record = logging.LogRecord(
+        "memora", logging.WARNING, __file__, 1, f"ignoring {name}; key {AWS_KEY}", None, None
+    )
+    RedactingFilter().filter(record)
+    assert record.getMessage() == f"ignoring {name}; key {MARK}"
