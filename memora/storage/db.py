@@ -74,6 +74,7 @@ class Database:
 
     def __init__(self, path: Path, schema: str, busy_timeout_ms: int = 5000) -> None:
         self.path = path
+        self._busy_timeout_ms = busy_timeout_ms
         self._lock = threading.RLock()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -117,22 +118,28 @@ class Database:
             except sqlite3.Error as error:
                 raise StoreError(describe_sqlite_error(self.path, error)) from None
 
-    def scrub(self, attempts: int = 5) -> bool:
+    def scrub(self, attempts: int = 2, wait_ms: int = 250) -> bool:
         """Move the WAL into the database and truncate it, so deleted text leaves no copy.
 
+        A reader in another process holds the log back for as long as it reads, so
+        this waits briefly (``wait_ms`` per attempt), not the full busy timeout, and
+        says whether it finished; the caller reports a pending scrub and tries again.
+
         Returns:
-            Whether the log was fully checkpointed (a reader in another process
-            can hold it back; then the next scrub finishes the job).
+            Whether the log was fully checkpointed.
         """
         with self._lock:
-            for _ in range(attempts):
-                try:
+            try:
+                self._conn.execute(f"PRAGMA busy_timeout={wait_ms}")
+                for _ in range(attempts):
                     busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-                except sqlite3.Error as error:
-                    raise StoreError(describe_sqlite_error(self.path, error)) from None
-                if not busy:
-                    return True
-            return False
+                    if not busy:
+                        return True
+                return False
+            except sqlite3.Error as error:
+                raise StoreError(describe_sqlite_error(self.path, error)) from None
+            finally:
+                self._conn.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
 
     def ensure_schema(self, component: str, version: int, statements: Sequence[str]) -> None:
         """Run ``CREATE … IF NOT EXISTS`` statements; one process's file needs no version table."""

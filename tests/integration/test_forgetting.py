@@ -7,6 +7,7 @@ keep its sealed copy in its log or segment files; without the key it is noise.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -193,7 +194,9 @@ def test_a_forget_behind_a_reader_says_the_scrub_is_pending_and_finishes_it(
     reader = sqlite3.connect(root / "memora.db")
     reader.execute("BEGIN")
     reader.execute("SELECT count(*) FROM memories").fetchone()
+    started = time.monotonic()
     assert memora.forget("alice", memory_id) == [memory_id]
+    assert time.monotonic() - started < 5  # it does not wait for the reader
     assert memora.scrub_pending
     assert files_containing(root, [b"Chen Wei"]) != []  # the control: the log still holds it
     reader.rollback()
