@@ -86,6 +86,9 @@ class Settings(BaseSettings):
     """When set, a token's ``aud`` must name it."""
     auth_issuer: str | None = None
     """When set, a token's ``iss`` must equal it."""
+    auth_max_token_lifetime_s: int = Field(default=86_400, ge=60)
+    """Longest a token may live: ``exp`` at most this far past ``iat`` (or past now, without
+    ``iat``); a longer-lived token is refused, so a leaked one does not work for ever."""
 
     @field_validator("data_dir")
     @classmethod

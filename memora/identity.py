@@ -8,6 +8,7 @@ Reasons for a refusal are one line and never contain the token.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import jwt
@@ -32,6 +33,7 @@ class TokenVerifier:
         self._jwks = jwt.PyJWKClient(settings.auth_jwks_url) if settings.auth_jwks_url else None
         self._audience = settings.auth_audience
         self._issuer = settings.auth_issuer
+        self._max_lifetime_s = settings.auth_max_token_lifetime_s
 
     def user_id(self, authorization: str | None) -> str:
         """The user an ``Authorization: Bearer <JWT>`` header proves.
@@ -89,9 +91,21 @@ class TokenVerifier:
             raise InvalidToken("the token is from another issuer") from None
         except jwt.InvalidSignatureError:
             raise InvalidToken("the token's signature does not verify") from None
+        except jwt.ImmatureSignatureError:
+            raise InvalidToken("the token is not valid yet (claim 'nbf' or 'iat')") from None
         except jwt.InvalidTokenError:
             raise InvalidToken("malformed bearer token") from None
+        self._check_lifetime(claims)
         return claims
+
+    def _check_lifetime(self, claims: dict[str, Any]) -> None:
+        issued = claims.get("iat")
+        start = issued if isinstance(issued, int | float) else time.time()
+        if float(claims["exp"]) - start > self._max_lifetime_s:
+            raise InvalidToken(
+                f"the token lives longer than {self._max_lifetime_s} s"
+                " (MEMORA_AUTH_MAX_TOKEN_LIFETIME_S)"
+            )
 
 
 def _bearer_token(authorization: str | None) -> str:

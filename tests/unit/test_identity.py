@@ -42,6 +42,14 @@ def test_a_valid_token_names_its_user() -> None:
         ({}, {"sub": "a" * 257}, "'sub'.*longer than 256"),
         ({}, {"sub": "ali\x00ce"}, "'sub'.*printable"),
         ({}, {"sub": "alice\nbob"}, "'sub'.*printable"),
+        ({}, {"nbf": int(time.time()) + 3600}, "not valid yet"),
+        ({}, {"iat": int(time.time()) + 3600}, "not valid yet"),
+        ({}, {"exp": int(time.time()) + 10 * 86_400}, "lives longer than 86400 s"),
+        (
+            {"auth_max_token_lifetime_s": "3600"},
+            {"iat": int(time.time()), "exp": int(time.time()) + 7200},
+            "lives longer than 3600 s",
+        ),
     ],
 )
 def test_claims_are_checked(settings: dict[str, str], claims: dict[str, Any], reason: str) -> None:
