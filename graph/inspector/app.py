@@ -181,8 +181,21 @@ async def forget_preview(inspector: Inspector, request: Request, user_id: str) -
 
 
 async def approvals(inspector: Inspector, request: Request, user_id: str) -> Any:
-    """Every deletion awaiting this user's answer, across their threads."""
-    return {"pending": await inspector.threads.pending(user_id)}
+    """Every deletion awaiting this user's answer: across their threads, and the requests
+    made through the store or MCP."""
+    paused = await inspector.threads.pending(user_id)
+    return {"pending": paused + await inspector.call(service.forget_requests, user_id)}
+
+
+async def decide_request(inspector: Inspector, request: Request, user_id: str) -> Any:
+    """Answer one deletion request made outside a conversation."""
+    body = await body_of(request)
+    request_id = request.path_params["request_id"]
+    done = await inspector.call(service.decide_request, user_id, request_id, body.get("decision"))
+    texts = done.pop("texts")
+    if done["deleted"]:
+        done["threads"] = await inspector.threads.forget_words(user_id, done["deleted"], texts)
+    return {**done, "request_id": request_id}
 
 
 async def decide(inspector: Inspector, request: Request, user_id: str) -> Any:
@@ -232,6 +245,7 @@ API: list[tuple[str, Handler, list[str]]] = [
     ("/memories/{memory_id}/forget", forget_preview, ["GET"]),
     ("/approvals", approvals, ["GET"]),
     ("/approvals/{thread_id}", decide, ["POST"]),
+    ("/requests/{request_id}", decide_request, ["POST"]),
     ("/profile", profile, ["GET", "PUT"]),
     ("/profile/{key}", profile, ["DELETE"]),
     ("/export", export, ["GET"]),

@@ -191,3 +191,42 @@ def check_erase_confirmation(user_id: str, body: dict[str, Any]) -> None:
     """
     if body.get("confirm") != user_id:
         raise InvalidInput(f"type your user id ({user_id}) to confirm; nothing was erased")
+
+
+def forget_requests(memora: Memora, user_id: str) -> list[dict[str, Any]]:
+    """Deletion requests made outside a conversation (a LangGraph store, MCP), as the
+    approvals page shows them beside the paused conversations."""
+    return [
+        {
+            "request_id": request.id,
+            "memory_id": request.memory_id,
+            "preview": request.preview,
+            "reason": request.reason,
+            "source": request.source,
+            "updated": request.requested_at,
+            "allowed_decisions": ["approve", "reject"],
+        }
+        for request in memora.pending_forgets(user_id)
+    ]
+
+
+def decide_request(
+    memora: Memora, user_id: str, request_id: str, decision: Any
+) -> dict[str, Any]:
+    """Approve or reject one deletion request; approving deletes the memory and its chain.
+
+    Raises:
+        InvalidInput: The decision is not "approve" or "reject".
+        NotFound: No pending request of this user has this id.
+    """
+    if decision not in {"approve", "reject"}:
+        raise InvalidInput("decision must be 'approve' or 'reject'; nothing was changed")
+    request = next((r for r in memora.pending_forgets(user_id) if r.id == request_id), None)
+    if request is None:
+        raise NotFound(f"no deletion request {request_id} awaits your answer")
+    if decision == "reject":
+        memora.reject_forget(user_id, request_id)
+        return {"deleted": [], "texts": []}
+    chain = memora.history(user_id, request.memory_id).chain
+    texts = [request.preview, *(unit.content for unit in chain)]
+    return {"deleted": memora.approve_forget(user_id, request_id) or [], "texts": texts}

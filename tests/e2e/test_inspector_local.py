@@ -148,6 +148,25 @@ def test_approve_one_deletion_and_reject_the_other(page: Page, inspector: LocalI
     assert "oolong" in _cards(page)[0]
 
 
+def test_a_request_made_through_mcp_is_approved_on_the_same_page(
+    page: Page, inspector: LocalInspector
+) -> None:
+    memora = Memora(load_settings(data_dir=inspector.data_dir))
+    memory_id = memora.add("alice", "I keep bees on the roof.").memory_id or ""
+    assert memora.request_forget("alice", memory_id, reason="asked in Claude", source="mcp")
+    memora.close()
+    page.click("nav a[data-tab=memories]")
+    page.click("nav a[data-tab=approvals]")
+    card = page.locator("#approval-list li.approval").filter(has_text="bees")
+    expect(card).to_contain_text("requested through mcp")
+    card.get_by_role("button", name="Approve").click()
+    expect(page.locator("#notice")).to_contain_text("Deleted:")
+    expect(page.locator("#approval-list")).to_have_text("No deletion awaits your approval.")
+    reopened = Memora(load_settings(data_dir=inspector.data_dir))
+    assert reopened.get("alice", memory_id) is None
+    reopened.close()
+
+
 def test_an_answer_to_a_deletion_no_longer_pending_is_refused(inspector: LocalInspector) -> None:
     answer = {"decision": "approve", "memory_id": inspector.ids["oolong"]}
     response = httpx.post(f"{inspector.url}/ui/api/approvals/alice-3", json=answer)

@@ -183,3 +183,47 @@ def test_forgetting_in_the_inspector_takes_the_words_out_of_the_threads(tmp_path
         [thread] = thread_records(agent)
         assert "Kaohsiung" not in json.dumps([str(m.content) for m in thread.messages])
     memora.close()
+
+
+def test_deletion_requests_from_the_store_are_answered_on_the_approvals_page(
+    authed: tuple[TestClient, Memora],
+) -> None:
+    client, memora = authed
+    alice, bob = _bearer("alice"), _bearer("bob")
+    kept = memora.add("alice", "I play the oboe on Sundays.").memory_id or ""
+    gone = memora.add("alice", "I collect enamel pins.").memory_id or ""
+    asked = [memora.request_forget("alice", gone, reason="asked through MCP", source="mcp")]
+    asked.append(memora.request_forget("alice", kept, reason="", source="store"))
+    first, second = (request.id for request in asked if request is not None)
+    listed = client.get("/ui/api/approvals", headers=alice).json()["pending"]
+    requests = {item["request_id"]: item for item in listed if "request_id" in item}
+    assert set(requests) == {first, second}
+    assert requests[first]["source"] == "mcp" and "enamel" in requests[first]["preview"]
+    assert all(
+        "request_id" not in item
+        for item in client.get("/ui/api/approvals", headers=bob).json()["pending"]
+    )
+
+    # Bob cannot answer alice's request: the same 404 as an unknown one.
+    _one_line(
+        client.post(
+            f"/ui/api/requests/{first}", headers={**bob, **JSON}, json={"decision": "approve"}
+        ),
+        404,
+    )
+    _one_line(
+        client.post(
+            f"/ui/api/requests/{first}", headers={**alice, **JSON}, json={"decision": "maybe"}
+        ),
+        422,
+    )
+    rejected = client.post(
+        f"/ui/api/requests/{second}", headers={**alice, **JSON}, json={"decision": "reject"}
+    ).json()
+    assert rejected["deleted"] == [] and memora.get("alice", kept) is not None
+    approved = client.post(
+        f"/ui/api/requests/{first}", headers={**alice, **JSON}, json={"decision": "approve"}
+    ).json()
+    assert approved["deleted"] == [gone] and memora.get("alice", gone) is None
+    left = client.get("/ui/api/approvals", headers=alice).json()["pending"]
+    assert all("request_id" not in item for item in left)

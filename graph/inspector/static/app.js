@@ -286,18 +286,23 @@ async function refreshPendingCount() {
 
 function approvalCard(item) {
   const buttons = el("div", { class: "actions" });
-  const card = el("li", { class: "approval", "data-memory": item.memory_id, "data-thread": item.thread_id },
+  // A paused conversation is resumed; a request made through the store or MCP is answered.
+  const where = item.request_id ? "requested through " + item.source : "conversation " + item.thread_id;
+  const card = el("li", { class: "approval", "data-memory": item.memory_id, "data-thread": item.thread_id || "" },
     el("p", { class: "text" }, item.preview),
     el("div", { class: "meta" }, el("span", {}, "Reason: " + (item.reason || "—"))),
     el("div", { class: "meta" },
-      el("span", {}, "conversation " + item.thread_id), el("span", {}, "asked " + when(item.updated))),
+      el("span", {}, where), el("span", {}, "asked " + when(item.updated))),
     buttons);
   const decide = (decision) => async () => {
     buttons.querySelectorAll("button").forEach((button) => { button.disabled = true; });
     try {
-      const result = await api("/approvals/" + encodeURIComponent(item.thread_id), {
-        method: "POST", body: { decision, memory_id: item.memory_id },
-      });
+      const result = item.request_id
+        ? await api("/requests/" + encodeURIComponent(item.request_id), { method: "POST", body: { decision } })
+        : await api("/approvals/" + encodeURIComponent(item.thread_id), {
+          method: "POST", body: { decision, memory_id: item.memory_id },
+        });
+      result.deleted = Array.isArray(result.deleted) ? result.deleted.length > 0 : result.deleted;
       await loadApprovals();
       notify(result.deleted ? "Deleted: " + item.preview : "Kept: " + item.preview);
     } catch (error) {
