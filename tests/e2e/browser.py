@@ -6,6 +6,9 @@ own downloads are never used, so nothing is fetched at test time.
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,8 +30,20 @@ PHONE = {"width": 390, "height": 844}
 """A phone-sized window: the inspector must be usable there."""
 
 
+def _install_chromium() -> None:
+    """Install Debian's chromium as ``scripts/dev-services`` installs PostgreSQL, so the
+    README's test command works on a fresh machine (the package registries are reachable)."""
+    apt = shutil.which("apt-get")
+    if apt is None or os.geteuid() != 0:
+        return
+    for command in ([apt, "update", "-q"], [apt, "install", "-y", "-q", "chromium"]):
+        subprocess.run(command, check=False, capture_output=True, timeout=900)
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        _install_chromium()
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)")
     with sync_playwright() as playwright:
