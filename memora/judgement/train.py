@@ -99,10 +99,8 @@ def relation_statements() -> list[str]:
 
 
 def secret_items() -> list[tuple[str, list[str]]]:
-    """(text, secret values) from the secrets corpus."""
-    return [
-        (d["text"], list(d["secret_spans"])) for name in SECRET_CORPORA for d in _lines(name)
-    ]
+    """(text, secret values) from the secrets corpora."""
+    return [(d["text"], list(d["secret_spans"])) for name in SECRET_CORPORA for d in _lines(name)]
 
 
 def relation_items() -> list[tuple[str, str, str]]:
