@@ -46,8 +46,13 @@ GATE_CORPORA = (
     "gate_chinese.jsonl",
     "gate_contrast.jsonl",
     "gate_people.jsonl",
+    "gate_third_party.jsonl",
+    "gate_first_person.jsonl",
+    "gate_numbers.jsonl",
+    "gate_keep_requests.jsonl",
     "injection.jsonl",
 )
+SECRET_CORPORA = ("secrets.jsonl", "secrets_numbers.jsonl")
 SELF_EVIDENT = ("store", "sensitive", "instruction", "vague")
 """Gate labels a candidate carries on its own, whatever message it came from."""
 HELD_OUT_SHARE = 5
@@ -94,8 +99,8 @@ def relation_statements() -> list[str]:
 
 
 def secret_items() -> list[tuple[str, list[str]]]:
-    """(text, secret values) from the secrets corpus."""
-    return [(d["text"], list(d["secret_spans"])) for d in _lines("secrets.jsonl")]
+    """(text, secret values) from the secrets corpora."""
+    return [(d["text"], list(d["secret_spans"])) for name in SECRET_CORPORA for d in _lines(name)]
 
 
 def relation_items() -> list[tuple[str, str, str]]:
@@ -295,10 +300,14 @@ CARD_PURPOSE = {
     + ". Only a confident `update` supersedes, and only that one memory.",
 }
 CARD_DATA = {
-    "gate": "corpora/gate_*.jsonl (multilingual, Chinese, contrasts, people), "
+    "gate": "corpora/gate_*.jsonl (multilingual, Chinese, contrasts, people, third parties, "
+    "short first-person statements, number-heavy texts, facts said with a request to keep "
+    "or not to keep them), "
     "corpora/injection.jsonl, and the examples of the rule files (memora/write/policy/rules)",
-    "secret": "corpora/secrets.jsonl, plus the store and sensitive candidates of the gate corpora",
-    "secret_span": "corpora/secrets.jsonl (every candidate span of every text)",
+    "secret": "corpora/secrets.jsonl and secrets_numbers.jsonl (number-heavy texts with and "
+    "without secrets), plus the store and sensitive candidates of the gate corpora",
+    "secret_span": "corpora/secrets.jsonl and secrets_numbers.jsonl (every candidate span of "
+    "every text)",
     "relation": "corpora/relations.jsonl (symmetric labels also read the other way round)",
 }
 
