@@ -52,7 +52,19 @@ def blank_in_other_threads(user_id: str, current_thread: str | None, forgotten: 
         How many threads were changed (0 when the run has no checkpointer).
     """
     saver = _saver()
-    return 0 if saver is None else blank_in_threads(saver, user_id, forgotten, current_thread)
+    if saver is None:
+        return 0
+    try:
+        return blank_in_threads(saver, user_id, forgotten, current_thread)
+    except NotImplementedError:
+        _say_async_only()
+        return 0
+
+
+def _say_async_only() -> None:
+    # A server may hand nodes an async-only checkpointer (a custom one behind its adapter):
+    # the user's other threads, and older checkpoints, are then out of a sync node's reach.
+    logger.warning("the checkpointer offers no sync access: other threads were left as they are")
 
 
 def blank_in_threads(
@@ -96,10 +108,10 @@ def _keep_latest(saver: BaseCheckpointSaver[Any], thread_id: str) -> None:
     if isinstance(saver, InMemorySaver):
         _keep_latest_in_memory(saver, thread_id)
         return
-    try:  # the Postgres savers implement it; the base class raises
+    try:  # the Postgres savers prune; a local SQLite one keeps no history to prune
         saver.prune([thread_id], strategy="keep_latest")
     except NotImplementedError:
-        logger.warning("this checkpointer keeps a history that cannot be pruned")
+        logger.debug("the checkpointer has no history to prune")
 
 
 def _keep_latest_in_memory(saver: InMemorySaver, thread_id: str) -> None:

@@ -9,6 +9,8 @@ and deleted.
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import psycopg
 import pytest
@@ -58,7 +60,10 @@ def test_a_served_graph_keeps_its_threads_in_postgres(
                 config={"configurable": {"user_id": "alice"}},
             )
             assert node.get("alice", stored[0].id) is None
-            # Only the transcript still quotes it (threads are deleted with `threads delete`).
+            now = json.dumps(client.threads.get_state(paused)["values"], ensure_ascii=False)
+            assert "code examples" not in now, "the forgetting thread still quotes it"
+            # The server's checkpointer is async-only to a node: older checkpoints and the
+            # thread it was said in still quote it (see README, "What forgetting removes").
             held = tables_containing(database_url, "code examples")
             assert held and all(table.startswith("checkpoint") for table in held), held
         finally:
