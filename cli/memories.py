@@ -160,7 +160,7 @@ def memories_forget(
         if answer not in {"y", "yes"}:
             console.print("kept")
             return
-    texts = [preview, *(unit.content for unit in memora.history(user, memory_id).chain)]
+    texts = [preview, *(unit.content for unit in memora.chain(user, memory_id))]
     deleted = memora.forget(user, memory_id, actor="cli")
     _report_deleted(memora, user, deleted, texts)
 
@@ -205,7 +205,7 @@ def memories_approve(request_id: str, user: UserOption = "default") -> None:
     request = next((r for r in memora.pending_forgets(user) if r.id == request_id), None)
     texts: list[str] = []
     if request is not None:
-        chain = memora.history(user, request.memory_id).chain
+        chain = memora.chain(user, request.memory_id)
         texts = [request.preview, *(unit.content for unit in chain)]
     deleted = memora.approve_forget(user, request_id)
     if deleted is None:

@@ -220,7 +220,7 @@ def score_names(played: Played, memora: Memora) -> list[str]:
         )
     best: tuple[list[str], list[str]] | None = None
     for unit in active:
-        chain = [m.content for m in memora.history(user, unit.id).chain]
+        chain = [m.content for m in memora.chain(user, unit.id)]
         missing = [n for n in names if not any(_mentions(c, n) for c in chain)]
         if best is None or len(missing) < len(best[1]):
             best = (chain, missing)

@@ -411,11 +411,16 @@ class Memora(ForgetApprovals):
             "forget_requests": [asdict(r) for r in self.forget_requests.pending(user_id)],
         }
 
-    def history(self, user_id: str, memory_id: str) -> History:
-        """A memory's supersession chain (oldest first) and its audit trail."""
+    def chain(self, user_id: str, memory_id: str) -> builtins.list[MemoryUnit]:
+        """Every version a forget of this memory deletes (its supersession chain, oldest
+        first); empty for an unknown or foreign id."""
         validate_user_id(user_id)
         validate_memory_id(memory_id)
-        chain = self.store.chain(user_id, memory_id)
+        return self.store.chain(user_id, memory_id)
+
+    def history(self, user_id: str, memory_id: str) -> History:
+        """A memory's supersession chain (oldest first) and its audit trail."""
+        chain = self.chain(user_id, memory_id)
         entries: list[AuditEntry] = []
         for unit in chain:
             entries.extend(self.audit.entries(user_id, unit.id))

@@ -83,7 +83,7 @@ def approve_forget(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     approved = []
     for action in state.forget_actions():
         # Reading is no side effect: the node may re-run on resume.
-        chain = memora.history(user_id, action.memory_id).chain
+        chain = memora.chain(user_id, action.memory_id)
         deletes = [{"memory_id": unit.id, "content": unit.content} for unit in chain]
         if is_approval(interrupt(approval_request(action, deletes))):
             approved.append(action.memory_id)

@@ -41,13 +41,13 @@ def commit_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return {
         "reply": reply,
         "commit_outcomes": [
-            {
-                "accepted": outcome.accepted,
-                "reason": outcome.reason,
-                "action": outcome.action.value if outcome.action else None,
-                "memory_id": outcome.memory_id,
-                "affected_ids": outcome.affected_ids,
-            }
+            _outcome_json(
+                outcome.accepted,
+                outcome.reason,
+                outcome.action.value if outcome.action else None,
+                outcome.memory_id,
+                outcome.affected_ids,
+            )
             for outcome in outcomes
         ],
         "tool_tokens": state.tool_tokens + sum(outcome.tokens for outcome in outcomes),
@@ -59,14 +59,22 @@ def _not_saved(reply: str, candidates: list[MemoryCandidate], error: StoreError)
     note = MEMORY_NOT_SAVED_NOTE.format(error=str(error).splitlines()[0]) if candidates else ""
     return {
         "reply": f"{reply}\n\n{note}" if note else reply,
-        "commit_outcomes": [
-            {
-                "accepted": False,
-                "reason": "store_unavailable",
-                "action": None,
-                "memory_id": None,
-                "affected_ids": [],
-            }
-            for _ in candidates
-        ],
+        "commit_outcomes": [_outcome_json(False, "store_unavailable") for _ in candidates],
+    }
+
+
+def _outcome_json(
+    accepted: bool,
+    reason: str | None,
+    action: str | None = None,
+    memory_id: str | None = None,
+    affected_ids: list[str] | None = None,
+) -> dict[str, Any]:
+    """One remember action's outcome as the checkpoint keeps it (plain JSON)."""
+    return {
+        "accepted": accepted,
+        "reason": reason,
+        "action": action,
+        "memory_id": memory_id,
+        "affected_ids": affected_ids if affected_ids is not None else [],
     }

@@ -44,7 +44,7 @@ def delete_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
 
 def _chain_texts(memora: Memora, user_id: str, memory_id: str) -> list[str]:
     """The texts of a memory and its chain, read before they are deleted (none on a re-run)."""
-    return [unit.content for unit in memora.history(user_id, memory_id).chain]
+    return [unit.content for unit in memora.chain(user_id, memory_id)]
 
 
 def _without_words(actions: list[dict[str, Any]], approved: set[str]) -> list[dict[str, Any]]:

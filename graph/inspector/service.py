@@ -140,7 +140,7 @@ def forget_preview(memora: Memora, user_id: str, memory_id: str) -> dict[str, An
     preview = memora.preview(user_id, memory_id)
     if preview is None:
         raise _missing(memory_id)
-    chain = memora.history(user_id, memory_id).chain
+    chain = memora.chain(user_id, memory_id)
     return {"memory_id": memory_id, "preview": preview, "deletes": [memory_json(u) for u in chain]}
 
 
@@ -152,7 +152,7 @@ def forget(memora: Memora, user_id: str, memory_id: str) -> dict[str, Any]:
         NotFound: The id names no memory of this user (or it is already deleted).
     """
     validate_memory_id(memory_id)
-    texts = [unit.content for unit in memora.history(user_id, memory_id).chain]
+    texts = [unit.content for unit in memora.chain(user_id, memory_id)]
     deleted = memora.forget(user_id, memory_id, actor="inspector")
     if not deleted:
         raise _missing(memory_id)
@@ -227,6 +227,6 @@ def decide_request(
     if decision == "reject":
         memora.reject_forget(user_id, request_id)
         return {"deleted": [], "texts": []}
-    chain = memora.history(user_id, request.memory_id).chain
+    chain = memora.chain(user_id, request.memory_id)
     texts = [request.preview, *(unit.content for unit in chain)]
     return {"deleted": memora.approve_forget(user_id, request_id) or [], "texts": texts}
