@@ -368,10 +368,12 @@ class Memora(ForgetApprovals):
         """
         validate_user_id(user_id)
         validate_memory_id(memory_id)
+        texts = [unit.content for unit in self.store.chain(user_id, memory_id)]
         deleted = self.store.delete(user_id, memory_id)
         if deleted:
             dropped = self.forget_requests.remove_for_memories(user_id, deleted)
             self.audit.redact_reads_of(user_id, deleted)
+            self.audit.redact_reads_naming(user_id, texts)
             self.audit.record(user_id, "delete", "deleted", memory_ids=deleted, source=actor)
             if dropped:
                 self.forget_requests.scrub()

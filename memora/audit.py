@@ -3,7 +3,8 @@
 A rejected candidate's text is never recorded, only its reason. Memory text
 is never recorded either: entries name memory ids, so forgetting a memory
 leaves nothing of it here except read queries, which are redacted when a
-memory they returned is forgotten.
+memory they returned is forgotten or when they name it (``memora.text.naming``),
+found or not.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from memora.models import utcnow
 from memora.redaction import redact
 from memora.storage.db import Database, SqlDatabase
+from memora.text.naming import distinctive_terms, names_any
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit (
@@ -42,7 +44,7 @@ _POSTGRES_SCHEMA = [
     _SCHEMA.split(";")[1],
 ]
 
-REDACTED = "[redacted: a memory this query returned was forgotten]"
+REDACTED = "[redacted: a memory this query returned or named was forgotten]"
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,26 @@ class AuditLog:
                 )
                 changed += cursor.rowcount
         return changed
+
+    def redact_reads_naming(self, user_id: str, texts: Sequence[str]) -> int:
+        """Blank the query text of reads that name any of these texts, whatever they returned.
+
+        Every unredacted read of the user is read back: the rule works on folded,
+        stemmed terms, which SQL cannot match.
+        """
+        terms = frozenset().union(*(distinctive_terms(text) for text in texts))
+        if not terms:
+            return 0
+        with self.db.transaction() as conn:
+            rows = conn.execute(
+                "SELECT seq, query FROM audit WHERE user_id = ? AND event = 'read'"
+                " AND query IS NOT NULL AND query != ?",
+                (user_id, REDACTED),
+            ).fetchall()
+            naming = [(REDACTED, row["seq"]) for row in rows if names_any(row["query"], terms)]
+            if naming:
+                conn.executemany("UPDATE audit SET query = ? WHERE seq = ?", naming)
+        return len(naming)
 
     def erase(self, user_id: str) -> int:
         """Delete every entry of the user; returns how many there were."""
