@@ -16,6 +16,8 @@ a frame it cannot leave, and marked all through so its origin stays visible:
 
 The system prompt (``agent.prompts``) tells the model that framed text is data.
 :func:`unquote` turns framed text back into plain text for a person to read.
+:func:`frame_quotations` frames what an earlier reply quoted of stored text, so a
+stored instruction the model repeated comes back to it as data, not as its own words.
 This module imports nothing from Memora, so the offline chat model can use it.
 """
 
@@ -23,7 +25,10 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
+from functools import lru_cache
 
 MARK = "\u02c6"
 """The datamark (MODIFIER LETTER CIRCUMFLEX, the paper's choice): in place of every space."""
@@ -39,6 +44,12 @@ _FRAME_RE = re.compile("\u27e6data ([0-9a-f]+)\u27e7(.*?)\u27e6/data \\1\u27e7",
 _ID_BYTES = 4
 _MIN_CUT_CHARS = 8
 """A quote cut shorter than this many characters says too little to show."""
+_MIN_QUOTED_CHARS = 12
+"""A run a reply shares with stored text counts as a quotation from this many characters
+(about two words: shorter runs are common phrases)..."""
+_MIN_QUOTED_NO_SPACE = 4
+"""...or from this many Chinese or Japanese characters (two words)."""
+_NO_SPACE_CHAR_RE = re.compile(f"[{_NO_SPACE_SCRIPT}]")
 
 
 def neutralise(text: str) -> str:
@@ -114,3 +125,81 @@ def frames(text: str) -> list[str]:
 def outside_frames(text: str) -> str:
     """``text`` with every frame removed: what the model reads as not quoted."""
     return _FRAME_RE.sub(" ", text)
+
+
+def _quoted_spans(text: str, source: str) -> list[tuple[int, int]]:
+    """Spans of ``text`` that repeat a run of ``source`` long enough to be a quotation."""
+    folded, folded_source = text.lower(), source.lower()
+    if len(folded) != len(text):  # a case fold that changes lengths would misplace spans
+        folded, folded_source = text, source
+    matcher = SequenceMatcher(None, folded, folded_source, autojunk=False)
+    spans: list[tuple[int, int]] = []
+    todo = [(0, len(text))]
+    while todo:
+        low, high = todo.pop()
+        match = matcher.find_longest_match(low, high, 0, len(source))
+        if match.size < _MIN_QUOTED_NO_SPACE:
+            continue
+        run = text[match.a : match.a + match.size]
+        if len(run) >= _MIN_QUOTED_CHARS or len(_NO_SPACE_CHAR_RE.findall(run)) >= 4:
+            spans.append((match.a, match.a + match.size))
+        todo += [(low, match.a), (match.a + match.size, high)]
+    return spans
+
+
+def _whole_words(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span widened to whole words and trimmed of surrounding space."""
+    while start > 0 and text[start - 1].isalnum() and text[start].isalnum():
+        start -= 1
+    while end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
+        end += 1
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+@lru_cache(maxsize=512)
+def _framed(text: str, sources: tuple[str, ...], frame_id: str) -> str:
+    plain = neutralise(text)
+    spans = sorted(
+        _whole_words(plain, start, end)
+        for source in sources
+        for start, end in _quoted_spans(plain, source)
+    )
+    if not spans:
+        return text
+    merged: list[list[int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        elif start < end:
+            merged.append([start, end])
+    frame = DataFrame(frame_id)
+    parts, done = [], 0
+    for start, end in merged:
+        parts += [plain[done:start], frame.quote(plain[start:end])]
+        done = end
+    return "".join([*parts, plain[done:]])
+
+
+def frame_quotations(text: str, sources: Sequence[str], frame: DataFrame) -> str:
+    """``text`` with every passage that quotes one of ``sources`` (stored text, plain)
+    framed as data, as search results are; unchanged when it quotes none of them.
+
+    A passage counts from :data:`_MIN_QUOTED_CHARS` characters shared with a source
+    (:data:`_MIN_QUOTED_NO_SPACE` in Chinese or Japanese), widened to whole words, in
+    any case. Frame brackets elsewhere in ``text`` are neutralised whenever it quotes.
+    """
+    return _framed(text, tuple(dict.fromkeys(s for s in sources if s.strip())), frame.frame_id)
+
+
+def quoted_sources(texts: Sequence[str]) -> list[str]:
+    """The plain stored text framed in ``texts`` (tool observations, the system prompt)."""
+    found = []
+    for text in texts:
+        for quoted in frames(text):
+            # Observations are JSON: a quote inside a framed string arrives escaped.
+            found.append(unmark(quoted).replace('\\"', '"'))
+    return found

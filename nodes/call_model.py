@@ -5,14 +5,16 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from agent.chat_models import get_chat_model
 from agent.messages import text_of
+from agent.spotlight import frame_quotations, quoted_sources
 from agent.tools import tool_schemas
 from nodes.common import (
     current_turn_start,
+    data_frame,
     library,
     owned_user_id,
     requested_calls,
@@ -28,8 +30,32 @@ def model_input(state: State) -> list[AnyMessage]:
     """The turn's background, the earlier turns that fit, and this turn's messages."""
     keep = set(state.context_message_ids)
     start = current_turn_start(state.messages)
-    history = [m for m in state.messages[:start] if m.id in keep]
-    return [SystemMessage(state.background), *history, *state.messages[start:]]
+    return [SystemMessage(state.background), *_history(state, keep, start), *state.messages[start:]]
+
+
+def _history(state: State, keep: set[str], start: int) -> list[AnyMessage]:
+    """The earlier turns that fit, each reply with what it quoted of stored text framed.
+
+    A reply could quote only what its own turn showed the model (search results,
+    forget previews) and the profile, so those are the texts looked for.
+    """
+    frame = data_frame(state)
+    profile = quoted_sources([state.background])
+    shown: list[str] = []
+    history: list[AnyMessage] = []
+    for message in state.messages[:start]:
+        if isinstance(message, HumanMessage):
+            shown = []
+        elif isinstance(message, ToolMessage):
+            shown += quoted_sources([text_of(message)])
+        if message.id not in keep:
+            continue
+        if isinstance(message, AIMessage) and isinstance(message.content, str):
+            framed = frame_quotations(message.content, [*profile, *shown], frame)
+            if framed != message.content:
+                message = message.model_copy(update={"content": framed})
+        history.append(message)
+    return history
 
 
 def _bound_model(runtime: Runtime[Context]) -> Any:
