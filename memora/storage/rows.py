@@ -34,8 +34,8 @@ SQLITE_ID_BATCH = 900
 """Ids per ``IN (…)`` list, below SQLite's default limit of 999 bound parameters."""
 STORE_WIDE = ""
 """Generation row counting every write to the store, whoever the user."""
-SCRUBBED_TABLES = ("memories", "vector_keys", "changes")
-"""Tables whose deleted rows held memory text or keys, or name forgotten ids."""
+SCRUBBED_TABLES = ("memories", "vector_keys", "changes", "tombstones", "generations")
+"""Tables whose deleted rows held memory text or keys, name forgotten ids, or an erased user."""
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -295,7 +295,12 @@ class RowStore(Protocol):
         ...
 
     def erase_user(self, user_id: str) -> builtins.list[str]:
-        """Delete every memory and vector key of the user, leaving a tombstone per memory."""
+        """Delete every memory and vector key of the user, leaving a tombstone per memory;
+        what stays of the user is their :meth:`user_tag`, never the id."""
+        ...
+
+    def user_tag(self, user_id: str) -> str:
+        """A keyed one-way digest of the user id (Chroma's label, an erased user's trace)."""
         ...
 
     def add_vector_keys(self, user_id: str, keys: dict[str, bytes]) -> dict[str, bytes]:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import builtins
 import fcntl
+import hashlib
+import hmac
 import json
+import secrets
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -56,6 +59,7 @@ class SqlRowStore(ABC):
     def __init__(self, db: SqlDatabase) -> None:
         self.db = db
         self._vector_thread_lock = threading.Lock()
+        self._tag_key: bytes | None = None
 
     @abstractmethod
     def vector_lock(self) -> AbstractContextManager[None]:
@@ -89,6 +93,32 @@ class SqlRowStore(ABC):
         """
         return self.db.reclaim(*SCRUBBED_TABLES)
 
+    def user_tag(self, user_id: str, conn: Any = None) -> str:
+        """A keyed one-way digest of ``user_id``: Chroma's label for the user's vectors, and
+        all that tombstones and generations keep of a user once erased.
+
+        The key (``meta``, drawn by the first process) stays with the rows, so the store
+        can still tell an erased user's tombstones; a copy of the files without the key
+        cannot test a guessed id against them.
+        """
+        if self._tag_key is None:
+            if conn is None:
+                with self.db.transaction() as own:
+                    self._tag_key = self._load_tag_key(own)
+            else:
+                self._tag_key = self._load_tag_key(conn)
+        digest = hmac.new(self._tag_key, user_id.encode("utf-8", "surrogatepass"), hashlib.sha256)
+        return f"user-{digest.hexdigest()[:40]}"
+
+    @staticmethod
+    def _load_tag_key(conn: Any) -> bytes:
+        conn.execute(
+            "INSERT INTO meta VALUES ('user_tag_key', ?) ON CONFLICT (key) DO NOTHING",
+            (secrets.token_hex(32),),
+        )
+        rows = conn.execute("SELECT value FROM meta WHERE key = 'user_tag_key'").fetchall()
+        return bytes.fromhex(rows[0]["value"])
+
     # -- writes ----------------------------------------------------------
 
     def _bump(self, conn: Any, user_id: str, changed: Sequence[str] = ()) -> GenerationBump:
@@ -101,16 +131,19 @@ class SqlRowStore(ABC):
         index instead of reloading it.
         """
 
-        def advance(key: str) -> int:
+        def advance(key: str, retired: str) -> int:
+            # A user erased before starts past where the erased counter stopped, so no
+            # process mistakes the new memories for the index it cached before the erase.
             rows = conn.execute(
-                "INSERT INTO generations VALUES (?, 1) ON CONFLICT (user_id)"
+                "INSERT INTO generations VALUES (?, 1 + COALESCE((SELECT generation FROM"
+                " generations WHERE user_id = ?), 0)) ON CONFLICT (user_id)"
                 " DO UPDATE SET generation = generations.generation + 1 RETURNING generation",
-                (key,),
+                (key, retired),
             ).fetchall()
             return int(rows[0]["generation"])
 
-        store_after = advance(STORE_WIDE)
-        after = advance(user_id)
+        store_after = advance(STORE_WIDE, STORE_WIDE)
+        after = advance(user_id, self.user_tag(user_id, conn))
         ids = list(dict.fromkeys(changed))
         if ids:
             conn.executemany(
@@ -184,8 +217,13 @@ class SqlRowStore(ABC):
             return self._bump(conn, user_id, memory_ids)
 
     def erase_user(self, user_id: str) -> builtins.list[str]:
-        """Delete the user's rows and keys in one transaction; tombstones name each id."""
+        """Delete the user's rows and keys in one transaction; tombstones name each id.
+
+        Nothing keeps the user id: tombstones (old and new) and the generation counter
+        are moved to the user's tag, and the change log's entries are deleted.
+        """
         now = utcnow().isoformat()
+        tag = self.user_tag(user_id)
         with self.db.transaction() as conn:
             ids = [
                 row["id"]
@@ -194,11 +232,27 @@ class SqlRowStore(ABC):
                 ).fetchall()
             ]
             conn.execute("DELETE FROM vector_keys WHERE user_id = ?", (user_id,))
+            conn.execute("UPDATE tombstones SET user_id = ? WHERE user_id = ?", (tag, user_id))
             self._write_tombstones(
-                conn, [(memory_id, user_id, now, json.dumps([memory_id])) for memory_id in ids]
+                conn, [(memory_id, tag, now, json.dumps([memory_id])) for memory_id in ids]
             )
-            self._bump(conn, user_id, ids)
+            self._retire_generation(conn, user_id, tag)
         return ids
+
+    def _retire_generation(self, conn: Any, user_id: str, tag: str) -> None:
+        """Move the user's counter, advanced once, to ``tag``; drop their change log."""
+        conn.execute(
+            "INSERT INTO generations VALUES (?, 1) ON CONFLICT (user_id)"
+            " DO UPDATE SET generation = generations.generation + 1",
+            (STORE_WIDE,),
+        )
+        conn.execute(
+            "INSERT INTO generations SELECT ?, generation + 1 FROM generations WHERE user_id = ?"
+            " ON CONFLICT (user_id) DO UPDATE SET generation = excluded.generation",
+            (tag, user_id),
+        )
+        conn.execute("DELETE FROM generations WHERE user_id = ?", (user_id,))
+        conn.execute("DELETE FROM changes WHERE user_id = ?", (user_id,))
 
     def _write_tombstones(self, conn: Any, tombstones: builtins.list[tuple[str, ...]]) -> None:
         if tombstones:
@@ -402,17 +456,17 @@ class SqlRowStore(ABC):
             condition, ids = self._id_in("id", batch)
             rows = self.db.query(
                 f"SELECT id FROM memories WHERE {condition} AND user_id != ?"
-                f" UNION SELECT id FROM tombstones WHERE {condition} AND user_id != ?",
-                [*ids, user_id, *ids, user_id],
+                f" UNION SELECT id FROM tombstones WHERE {condition} AND user_id NOT IN (?, ?)",
+                [*ids, user_id, *ids, user_id, self.user_tag(user_id)],
             )
             taken.update(row["id"] for row in rows)
         return taken
 
     def is_tombstoned(self, user_id: str, memory_id: str) -> bool:
-        """Whether a tombstone of this user names ``memory_id``."""
+        """Whether a tombstone of this user (or of this user erased) names ``memory_id``."""
         rows = self.db.query(
-            "SELECT 1 AS found FROM tombstones WHERE id = ? AND user_id = ?",
-            (memory_id, user_id),
+            "SELECT 1 AS found FROM tombstones WHERE id = ? AND user_id IN (?, ?)",
+            (memory_id, user_id, self.user_tag(user_id)),
         )
         return bool(rows)
 

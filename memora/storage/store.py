@@ -116,7 +116,9 @@ class LongTermMemoryStore:
             self.db, self.rows = sqlite_rows.db, sqlite_rows
             self._where = f"the memory store in {data_dir}"
         self._check_model(allow_model_change)
-        self.vectors = ChromaVectorIndex(data_dir, spec, chroma_url, chroma_collection)
+        self.vectors = ChromaVectorIndex(
+            data_dir, spec, chroma_url, chroma_collection, owner_label=self.rows.user_tag
+        )
         self._vector_writer = VectorWriter(self._write_live_vectors)
         self.local_vectors = SealedVectorCache(
             data_dir / "vector_cache", spec.model_id, spec.dimension

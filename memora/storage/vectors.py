@@ -68,7 +68,12 @@ def _delete_ids(collection: Any, ids: list[str]) -> Any:
 
 
 class ChromaVectorIndex:
-    """Memory vectors by id, with the owner's user id, in a persistent or remote Chroma.
+    """Memory vectors by id, labelled with their owner, in a persistent or remote Chroma.
+
+    The label is ``owner_label(user_id)``: the store's keyed digest of the id
+    (``RowStore.user_tag``), so Chroma's files, which keep deleted records' metadata
+    in their log and free pages, never hold a user id. Vectors written before carry
+    ``user_id`` itself and are still found.
 
     Threads of this process share one client through a lock.
     """
@@ -79,7 +84,9 @@ class ChromaVectorIndex:
         spec: EmbeddingSpec,
         chroma_url: str | None = None,
         collection_name: str = COLLECTION_NAME,
+        owner_label: Callable[[str], str] = str,
     ) -> None:
+        self.owner_label = owner_label
         self.data_dir = data_dir
         self.spec = spec
         self._chroma_url = chroma_url
@@ -216,7 +223,7 @@ class ChromaVectorIndex:
                     _upsert,
                     ids=[unit.id for unit in chunk],
                     embeddings=embeddings,
-                    metadatas=[{"user_id": unit.user_id} for unit in chunk],
+                    metadatas=[{"owner": self.owner_label(unit.user_id)} for unit in chunk],
                 ),
             )
 
@@ -226,7 +233,8 @@ class ChromaVectorIndex:
         Raises:
             StoreError: Chroma cannot be read.
         """
-        result = self._call("read", lambda c: c.get(where={"user_id": user_id}, include=[]))
+        where = {"$or": [{"owner": self.owner_label(user_id)}, {"user_id": user_id}]}
+        result = self._call("read", lambda c: c.get(where=where, include=[]))
         return list(result["ids"])
 
     def delete(self, ids: Sequence[str]) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from memora.api import Memora
+from memora.config import load_settings
 from tests.conftest import Backend, tables_containing
 from tests.integration.test_cli import ok, run
 from tests.integration.test_forgetting import files_containing
@@ -73,3 +75,32 @@ def test_erase_asks_first(tmp_path: Path) -> None:
     ok(run(data, "memories", "add", "--user", "dora", "I keep bees on my roof"))
     assert "kept" in ok(run(data, "users", "erase", "dora", input="n\n"))
     assert "bees" in ok(run(data, "memories", "list", "--user", "dora"))
+
+
+ERASED = "zelda-q7x4"
+"""A user id no other byte in the data dir could spell by chance."""
+
+
+def test_no_file_holds_an_erased_users_id(tmp_path: Path) -> None:
+    """Tombstones, generations, the change log and Chroma's labels keep a keyed digest of
+    the id instead, so an erase can still tell its own memories' ids apart."""
+    data = tmp_path / "data"
+    for fact in ALICE_FACTS:
+        ok(run(data, "memories", "add", "--user", ERASED, fact))
+    ok(run(data, "memories", "add", "--user", "bob", BOB_FACT))
+    forgotten = json.loads(ok(run(data, "memories", "list", "--json", "--user", ERASED)))[0]["id"]
+    ok(run(data, "memories", "forget", "--user", ERASED, forgotten, "--yes"))
+    ok(run(data, "profile", "set", "--user", ERASED, "nickname", "Tiramisu"))
+    _chat(data, ERASED, "Please remember that I live in Kaohsiung.")
+    assert files_containing(data, [ERASED.encode()]) != []  # the control
+
+    ok(run(data, "users", "erase", ERASED, "--yes"))
+    assert files_containing(data, [ERASED.encode(), ERASED.encode("utf-16-le")]) == []
+    # The tombstones still keep the erased user's ids from anyone else, and know whose.
+    memora = Memora(load_settings(data_dir=data))
+    assert memora.store.foreign_ids("bob", [forgotten]) == {forgotten}
+    assert memora.store.is_tombstoned(ERASED, forgotten)
+    assert not memora.store.is_tombstoned("bob", forgotten)
+    assert memora.erase_user(ERASED).memories == 0
+    memora.close()
+    assert files_containing(data, [ERASED.encode()]) == []

@@ -221,7 +221,15 @@ def test_erase_user_tombstones_every_memory_of_that_user_only(rows: SqlRowStore)
     assert rows.is_tombstoned("alice", "a1") and rows.is_tombstoned("alice", "a2")
     assert rows.vector_keys("alice", ["a1", "a2"]) == {}
     assert rows.vector_keys("bob", ["b1"]) == {"b1": bytes(32)}
-    assert rows.generation("alice") == 2 and rows.store_generation() == 3
+    # The counter moved to the user's tag, advanced once: a new memory starts past it, so a
+    # process that cached alice before the erase cannot take her new index for the old one.
+    assert rows.generation("alice") == 0 and rows.store_generation() == 3
+    _insert(rows, "alice", [_unit("a3")])
+    assert rows.generation("alice") == 3 and rows.changed_since("alice", 1) is None
+    assert rows.db.query("SELECT 1 FROM tombstones WHERE user_id = 'alice'") == []
+    assert rows.db.query("SELECT user_id FROM tombstones WHERE id = 'a1'")[0]["user_id"] == (
+        rows.user_tag("alice")
+    )
 
 
 def test_foreign_ids_are_other_users_memories_and_tombstones(rows: SqlRowStore) -> None:

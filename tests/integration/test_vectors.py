@@ -28,15 +28,16 @@ def _vectors(count: int, seed: int = 0) -> np.ndarray:
 
 
 def test_vectors_round_trip_with_their_owner(tmp_path: Path) -> None:
-    index = ChromaVectorIndex(tmp_path, SPEC)
+    index = ChromaVectorIndex(tmp_path, SPEC, owner_label=lambda user: f"tag-of-{user}")
     units, vectors = _units(3), _vectors(3)
     index.upsert(units, vectors)
+    assert sorted(index.ids_of("alice")) == ["m0", "m1", "m2"]
 
     found = index.get(["m0", "m2", "unknown"])
     assert sorted(found) == ["m0", "m2"]
     np.testing.assert_allclose(found["m2"], vectors[2], rtol=1e-6)
     stored = index.collection.get(ids=["m1"], include=["metadatas", "documents"])
-    assert stored["metadatas"] == [{"user_id": "alice"}]
+    assert stored["metadatas"] == [{"owner": "tag-of-alice"}]  # never the user id
     assert stored["documents"] == [None]  # the text never reaches Chroma
 
     index.delete(["m0"])
@@ -135,3 +136,11 @@ def test_an_answer_with_fewer_vectors_than_ids_is_asked_again(
 
     answers["short"] = 100
     assert index.get(["m0", "m1"]) == {}  # never paired: missing, so callers re-embed
+
+
+def test_vectors_labelled_with_the_user_id_before_are_still_the_users(tmp_path: Path) -> None:
+    index = ChromaVectorIndex(tmp_path, SPEC, owner_label=lambda user: f"tag-of-{user}")
+    index.collection.upsert(ids=["old"], embeddings=_vectors(1), metadatas=[{"user_id": "carol"}])
+    index.upsert(_units(1), _vectors(1))
+    assert index.ids_of("carol") == ["old"]
+    assert index.ids_of("alice") == ["m0"]
