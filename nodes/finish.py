@@ -39,9 +39,7 @@ def _forget_outcome(state: State) -> str:
         return ""
     deleted = set(state.approved_forget_ids)
     lines = [
-        FORGET_KEPT_LINE.format(preview=a.preview)
-        for a in requested
-        if a.memory_id not in deleted
+        FORGET_KEPT_LINE.format(preview=a.preview) for a in requested if a.memory_id not in deleted
     ]
     if deleted:
         lines.insert(0, _deleted_line(len(deleted), state.scrubbed_threads))

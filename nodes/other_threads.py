@@ -61,6 +61,16 @@ def blank_in_other_threads(user_id: str, current_thread: str | None, forgotten: 
         return 0
 
 
+def blank_outside_a_run(saver: BaseCheckpointSaver[Any], user_id: str, forgotten: Forgotten) -> int:
+    """:func:`blank_in_threads` for a deletion made beside a server (its inspector): an
+    async-only checkpointer leaves the threads as they are, with a warning."""
+    try:
+        return blank_in_threads(saver, user_id, forgotten)
+    except NotImplementedError:
+        _say_async_only()
+        return 0
+
+
 def _say_async_only() -> None:
     # A server may hand nodes an async-only checkpointer (a custom one behind its adapter):
     # the user's other threads, and older checkpoints, are then out of a sync node's reach.

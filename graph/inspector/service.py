@@ -210,9 +210,7 @@ def forget_requests(memora: Memora, user_id: str) -> list[dict[str, Any]]:
     ]
 
 
-def decide_request(
-    memora: Memora, user_id: str, request_id: str, decision: Any
-) -> dict[str, Any]:
+def decide_request(memora: Memora, user_id: str, request_id: str, decision: Any) -> dict[str, Any]:
     """Approve or reject one deletion request; approving deletes the memory and its chain.
 
     Raises:

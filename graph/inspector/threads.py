@@ -16,21 +16,22 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 import httpx
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 from langgraph_sdk import get_client
 from langgraph_sdk.errors import NotFoundError
 
+from agent.forgotten import Forgotten
 from graph.builder import durability_for
 from graph.checkpointed import delete_threads, forget_in_threads, thread_records
+from graph.thread_owners import PAGE, next_offset, owned, search_filter, thread_owner
 from memora.api import Memora
 from memora.errors import InvalidInput, NotFound, Unavailable
 from memora.validation import validate_memory_id, validate_thread_id
+from nodes.other_threads import blank_outside_a_run
 from nodes.state import Context
 
 ASSISTANT_ID = "memora"
-SEARCH_PAGE = 100
-MAX_THREADS = 2000
-"""Most threads one listing reads (the oldest beyond it are left out of pending and export)."""
 
 
 def resume_value(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -124,21 +125,19 @@ class ServerThreads:
         return self._client
 
     def _owns(self, thread: dict[str, Any], user_id: str) -> bool:
-        if self._auth:
-            return (thread.get("metadata") or {}).get("owner") == user_id
-        return (thread.get("values") or {}).get("owner_user_id") == user_id
+        return thread_owner(thread, authenticated=self._auth) == user_id
 
     async def _threads(self, user_id: str, status: str | None = None) -> list[dict[str, Any]]:
-        metadata = {"owner": user_id} if self._auth else None
+        metadata = search_filter(user_id, authenticated=self._auth)
         found: list[dict[str, Any]] = []
-        while len(found) < MAX_THREADS:
+        offset: int | None = 0
+        while offset is not None:
             page = await self._sdk().threads.search(
-                metadata=metadata, status=status, limit=SEARCH_PAGE, offset=len(found)
+                metadata=metadata, status=status, limit=PAGE, offset=offset
             )
             found += page
-            if len(page) < SEARCH_PAGE:
-                break
-        return [thread for thread in found if self._owns(thread, user_id)]
+            offset = next_offset(len(found), page)
+        return owned(found, user_id, authenticated=self._auth)
 
     async def _request(self, thread_id: str) -> dict[str, Any] | None:
         state = await self._sdk().threads.get_state(thread_id)
@@ -198,10 +197,23 @@ class ServerThreads:
         return len(threads)
 
     async def forget_words(self, user_id: str, ids: list[str], texts: list[str]) -> int:
-        """See ``Threads.forget_words``: the runtime's checkpointer is out of this app's
-        reach, so a deletion made here leaves the server's threads as they are (an
-        approved deletion in a chat turn blanks them)."""
-        return 0
+        """See ``Threads.forget_words``: the turns are blanked in the runtime's own
+        checkpointer, as an approved deletion in a chat turn blanks them."""
+        saver = await _runtime_checkpointer()
+        if saver is None:
+            return 0
+        forgotten = Forgotten.of(ids, texts)
+        return await asyncio.to_thread(blank_outside_a_run, saver, user_id, forgotten)
+
+
+async def _runtime_checkpointer() -> BaseCheckpointSaver[Any] | None:
+    """The checkpointer the server's runs use (this app runs in the server's process)."""
+    try:
+        from langgraph_api._checkpointer import get_checkpointer
+    except ImportError:  # not inside a LangGraph server
+        return None
+    saver = await get_checkpointer()
+    return saver if isinstance(saver, BaseCheckpointSaver) else None
 
 
 class LocalThreads:
