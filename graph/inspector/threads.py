@@ -177,17 +177,20 @@ class ServerThreads:
         return {"thread_id": thread_id, "reply": values.get("reply") or ""}
 
     async def export(self, user_id: str) -> list[dict[str, Any]]:
-        """See ``Threads.export``."""
-        return [
-            {
-                "thread_id": thread["thread_id"],
-                "updated": str(thread.get("updated_at") or ""),
-                "messages": [
-                    _message_json(m) for m in (thread.get("values") or {}).get("messages", [])
-                ],
-            }
-            for thread in await self._threads(user_id)
-        ]
+        """See ``Threads.export``: each thread's messages from its checkpoint, which a
+        deletion here rewrites (the runtime's thread record keeps its last run's values)."""
+        exported = []
+        for thread in await self._threads(user_id):
+            state = await self._sdk().threads.get_state(thread["thread_id"])
+            values = state.get("values") if isinstance(state.get("values"), dict) else {}
+            exported.append(
+                {
+                    "thread_id": thread["thread_id"],
+                    "updated": str(thread.get("updated_at") or ""),
+                    "messages": [_message_json(m) for m in values.get("messages", [])],
+                }
+            )
+        return exported
 
     async def erase(self, user_id: str) -> int:
         """See ``Threads.erase``."""

@@ -97,5 +97,7 @@ def test_a_deletion_in_the_servers_inspector_blanks_the_users_threads(server: Se
     assert REMOVED in [m["content"] for m in messages]
     assert "Kaohsiung" in str(messages)  # the turn that did not involve it stays
     assert _words_in(bob, bobs) != []  # another user's threads are theirs
+    exported = _api(server, "GET", "/export", "alice").json()
+    assert "Kaohsiung" in str(exported["threads"]) and "cello" not in str(exported).lower()
     # The thread goes on.
     _turn(alice, "Thanks, that is all.", asked)
