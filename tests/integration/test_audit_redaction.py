@@ -10,8 +10,8 @@ from pathlib import Path
 
 from memora.api import Memora
 from memora.audit import REDACTED
-from memora.config import load_settings
 from memora.text.naming import distinctive_terms, names_any
+from tests.conftest import Backend, tables_containing
 from tests.integration.test_forgetting import files_containing
 
 SECRET_FACT = "My ex-husband Chen Wei lives in Taichung"
@@ -31,9 +31,19 @@ def test_the_naming_rule_keeps_common_words_and_finds_distinctive_ones() -> None
     assert not names_any("我住在哪裡", distinctive_terms("我住在高雄"))
 
 
-def test_queries_naming_a_forgotten_memory_leave_the_audit_found_or_not(tmp_path: Path) -> None:
+def _held(root: Path, backend: Backend, needles: list[bytes]) -> list[str]:
+    """Files under the data dir, and on Postgres tables with a live row, holding a needle."""
+    held = files_containing(root, needles)
+    if backend.database_url is not None:
+        held += [t for n in needles for t in tables_containing(backend.database_url, n.decode())]
+    return held
+
+
+def test_queries_naming_a_forgotten_memory_leave_the_audit_found_or_not(
+    tmp_path: Path, backend: Backend
+) -> None:
     root = tmp_path / "data"
-    memora = Memora(load_settings(data_dir=root))
+    memora = Memora(backend.settings(root))
     memora.add("alice", "My favourite tea is oolong")
     memora.add("bob", "My neighbour Chen Wei fixes bikes")
     # Asked before the memory existed, and with a bar nothing clears: both found nothing.
@@ -44,7 +54,7 @@ def test_queries_naming_a_forgotten_memory_leave_the_audit_found_or_not(tmp_path
     assert memory_id in [hit.memory.id for hit in found]
     memora.search("alice", "favourite tea")
     memora.search("bob", "Chen Wei")
-    assert files_containing(root, NEEDLES) != []  # the control: the audit held them
+    assert _held(root, backend, NEEDLES) != []  # the control: the audit held them
 
     assert memora.forget("alice", memory_id) == [memory_id]
     queries = _queries(memora, "alice")
@@ -52,9 +62,9 @@ def test_queries_naming_a_forgotten_memory_leave_the_audit_found_or_not(tmp_path
     assert "favourite tea" in queries  # a query that does not name it stays
     assert "Chen Wei" in _queries(memora, "bob")  # another user's audit is theirs
     memora.forget("bob", memora.list("bob")[0].id)
-    assert files_containing(root, NEEDLES) == []
+    assert _held(root, backend, NEEDLES) == []
 
     memora.search("alice", "oolong tea")
     memora.erase_user("alice")
-    assert files_containing(root, [b"oolong", b"favourite tea"]) == []
+    assert _held(root, backend, [b"oolong", b"favourite tea"]) == []
     memora.close()
