@@ -50,6 +50,7 @@ def test_erase_removes_everything_of_one_user_and_nothing_else(
     assert "1 threads" in erased
 
     assert _held(data, backend, alice_texts) == []
+    assert _held(data, backend, ["alice"]) == []  # nor her id: tombstones keep a digest
     assert json.loads(ok(run(data, "memories", "list", "--json", "--user", "alice", **env))) == []
     assert "Hualien" in ok(run(data, "users", "export", "bob", **env))
     bob = json.loads(ok(run(data, "users", "export", "bob", **env)))
