@@ -98,8 +98,8 @@ class SqlRowStore(ABC):
         all that tombstones and generations keep of a user once erased.
 
         The key (``meta``, drawn by the first process) stays with the rows, so the store
-        can still tell an erased user's tombstones; a copy of the files without the key
-        cannot test a guessed id against them.
+        can still tell an erased user's tombstones. Whoever reads the rows can test a
+        guessed id against a digest; Chroma's files (perhaps on another machine) alone cannot.
         """
         if self._tag_key is None:
             if conn is None:
