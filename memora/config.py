@@ -69,9 +69,9 @@ class Settings(BaseSettings):
     write_judge: Literal["rules", "chat_model"] = "rules"
     """Who classifies, rates and reconciles on the write path: offline rules, or the configured
     chat model with structured output (rules when no model is configured)."""
-    judgement: Literal["trained", "rules"] = "rules"
-    """How the offline write path reads a sentence: the rules alone, or the trained decisions over
-    the bundled encoder (with the deterministic detectors and the near-certain rules kept)."""
+    judgement: Literal["trained", "rules"] = "trained"
+    """How the offline write path reads a sentence: the trained decisions over the bundled encoder
+    (with the deterministic detectors and the near-certain rules kept), or the rules alone."""
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
     """Level of Memora's log messages (standard logging, to stderr)."""
 
