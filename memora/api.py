@@ -318,6 +318,8 @@ class Memora(ForgetApprovals):
             min_relevance=min_score,
             thread_id=thread_id,
             half_life_days=self.settings.recency_half_life_days,
+            unrelated_cosine=self.embeddings.spec.unrelated_cosine,
+            dense_weight=self.embeddings.spec.fusion_dense_weight,
         )
 
     def touch(self, user_id: str, memory_ids: Iterable[str]) -> int:
@@ -469,6 +471,7 @@ class Memora(ForgetApprovals):
             self.audit,
             self.reconciler,
             decay_after=timedelta(days=self.settings.decay_after_days),
+            embeddings=self.embeddings,
         )
         return consolidator.consolidate(user_id, now or self.clock())
 
