@@ -35,7 +35,7 @@ from memora.models import (
 from memora.profile import UserProfileStore
 from memora.recall.retrieval import RetrievedMemory, dense_query_text, rank
 from memora.reports import ErasureReport, History
-from memora.storage.store import LongTermMemoryStore
+from memora.storage.store import LongTermMemoryStore, open_rows
 from memora.validation import (
     validate_memory_content,
     validate_memory_id,
@@ -81,7 +81,11 @@ class Memora(ForgetApprovals):
         allow_model_change: bool = False,
     ) -> None:
         self.settings = settings or get_settings()
-        self.embeddings = embeddings or make_embeddings(self.settings)
+        rows = open_rows(self.settings.data_dir, self.settings.database_url)
+        recorded = rows[0].embedding_model()
+        self.embeddings = embeddings or make_embeddings(
+            self.settings, recorded.model_id if recorded else None
+        )
         self.store = LongTermMemoryStore(
             self.settings.data_dir,
             self.embeddings.spec,
@@ -91,6 +95,7 @@ class Memora(ForgetApprovals):
             embed=self.embeddings.embed_array,
             allow_model_change=allow_model_change,
             ranking_cache_users=self.settings.ranking_cache_users,
+            rows=rows,
         )
         self.audit = (
             AuditLog(self.store.db)
@@ -303,7 +308,7 @@ class Memora(ForgetApprovals):
         index = self.store.index_for(user_id)
         if not index.size:
             return []  # nothing to rank (a new or unknown user): the query is not even embedded
-        vector = self.embeddings.embed_array([dense_query_text(query)])[0]
+        vector = self.embeddings.embed_queries([dense_query_text(query)])[0]
         return rank(
             index,
             query,
@@ -313,6 +318,8 @@ class Memora(ForgetApprovals):
             min_relevance=min_score,
             thread_id=thread_id,
             half_life_days=self.settings.recency_half_life_days,
+            unrelated_cosine=self.embeddings.spec.unrelated_cosine,
+            dense_weight=self.embeddings.spec.fusion_dense_weight,
         )
 
     def touch(self, user_id: str, memory_ids: Iterable[str]) -> int:
@@ -466,6 +473,7 @@ class Memora(ForgetApprovals):
             self.audit,
             self.reconciler,
             decay_after=timedelta(days=self.settings.decay_after_days),
+            embeddings=self.embeddings,
         )
         return consolidator.consolidate(user_id, now or self.clock())
 

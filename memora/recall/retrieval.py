@@ -5,7 +5,8 @@ Ranking (the same for the agent's ``search_memory`` and for the evaluations):
     eligible   = this user's ACTIVE memories, not expired at ``now``, in scope
     dense      = cosine(embed(content_words(query)), memory)   (question words dropped)
     bm25       = BM25(query, memory), k1=0.9, b=0.1, stemmed, CJK bigrams
-    fused      = 0.5 * minmax(bm25) + 0.5 * minmax(dense)       (over the eligible set)
+    fused      = (1 - w) * minmax(bm25) + w * minmax(dense)     (over the eligible set;
+                 w = the model's fusion_dense_weight: WordLlama 0.5, e5 0.65)
     score      = fused * (1 + IMPORTANCE_WEIGHT * (importance - 3) / 2
                             + RECENCY_WEIGHT * 0.5 ** (age_days / half_life))
 
@@ -13,7 +14,8 @@ Min-max fusion ranks well (LoCoMo dev R@10 0.667, the same by
 leave-one-conversation-out) but is relative to the other memories, so the
 threshold uses an absolute score instead:
 
-    relevance  = 0.5 * max(dense, 0) + 0.5 * bm25 / (sum of the query terms' idf)
+    relevance  = 0.5 * max(calibrated(dense), 0) + 0.5 * bm25 / (sum of the query terms' idf)
+    calibrated(c) = (c - u) / (1 - u), u = the model's unrelated_cosine (WordLlama 0)
 
 i.e. cosine averaged with the share of a perfect lexical match, both 0..1;
 ``retrieval_min_score`` compares against it and means the same in every
@@ -81,11 +83,20 @@ def _minmax(values: np.ndarray) -> np.ndarray:
     return (values - values.min()) / spread
 
 
+def _calibrated(cosines: np.ndarray, unrelated_cosine: float) -> np.ndarray:
+    """Cosines on a scale where ``unrelated_cosine`` reads 0 and identical texts 1."""
+    if unrelated_cosine == 0.0:
+        return cosines
+    return (cosines - unrelated_cosine) / (1.0 - unrelated_cosine)
+
+
 def _content(index: UserIndex, row: int) -> str:
     return index.records[index.ids[row]].content
 
 
-def _newer_restatements_first(index: UserIndex, rows: np.ndarray, order: np.ndarray) -> np.ndarray:
+def _newer_restatements_first(
+    index: UserIndex, rows: np.ndarray, order: np.ndarray, unrelated_cosine: float = 0.0
+) -> np.ndarray:
     """Move each memory directly above the best-ranked older restatement of it.
 
     ``order`` indexes ``rows``, best first. One pass, best first: a memory that
@@ -98,7 +109,7 @@ def _newer_restatements_first(index: UserIndex, rows: np.ndarray, order: np.ndar
         return order
     picked = rows[order]
     vectors = index.vectors[picked]
-    similar = (vectors @ vectors.T) >= CONFLICT_MIN_COSINE
+    similar = _calibrated(vectors @ vectors.T, unrelated_cosine) >= CONFLICT_MIN_COSINE
     if CONFLICT_MIN_OVERLAP > 0 and similar.any():
         terms = [set(tokenize(index.records[index.ids[row]].content)) for row in picked]
         for a, b in zip(*np.nonzero(np.triu(similar, 1)), strict=True):
@@ -155,6 +166,8 @@ def rank(
     min_relevance: float,
     thread_id: str | None = None,
     half_life_days: float = 90.0,
+    unrelated_cosine: float = 0.0,
+    dense_weight: float = DENSE_WEIGHT,
 ) -> list[RetrievedMemory]:
     """Rank a user's eligible memories for a query.
 
@@ -167,6 +180,10 @@ def rank(
         min_relevance: Results below this relevance are dropped.
         thread_id: The current thread, for thread-scoped memories.
         half_life_days: Recency half-life.
+        unrelated_cosine: The model's ``EmbeddingSpec.unrelated_cosine``: cosines are
+            rescaled from it to 1 before the threshold and the restatement gate read them.
+        dense_weight: The dense side's share of ``fused`` (the model's
+            ``EmbeddingSpec.fusion_dense_weight``).
 
     Returns:
         Best first, at most ``limit``.
@@ -184,8 +201,9 @@ def rank(
         bm25[indexed] = slot_scores[slots[indexed]]
     ceiling = index.lexical.perfect_score(query)
     lexical = np.minimum(1.0, bm25 / ceiling) if ceiling > 0 else np.zeros_like(bm25)
-    relevance = DENSE_WEIGHT * np.clip(dense, 0.0, 1.0) + (1 - DENSE_WEIGHT) * lexical
-    fused = DENSE_WEIGHT * _minmax(dense.astype(np.float64)) + (1 - DENSE_WEIGHT) * _minmax(bm25)
+    semantic = np.clip(_calibrated(dense, unrelated_cosine), 0.0, 1.0)
+    relevance = DENSE_WEIGHT * semantic + (1 - DENSE_WEIGHT) * lexical
+    fused = dense_weight * _minmax(dense.astype(np.float64)) + (1 - dense_weight) * _minmax(bm25)
     age_days = np.maximum(0.0, now.timestamp() - index.last_used_at[rows]) / 86400.0
     recency = 0.5 ** (age_days / half_life_days)
     score = fused * (
@@ -199,7 +217,7 @@ def rank(
     if keep.size > window:
         keep = keep[np.argpartition(-score[keep], window - 1)[:window]]
     order = keep[np.argsort(-score[keep], kind="stable")]
-    order = _newer_restatements_first(index, rows, order)
+    order = _newer_restatements_first(index, rows, order, unrelated_cosine)
     order = np.concatenate([exact, order])[:limit]
     return [
         RetrievedMemory(

@@ -43,7 +43,7 @@ from memora.storage.ranking_cache import (
 )
 from memora.storage.rows import RowStore
 from memora.storage.sealing import new_key, seal
-from memora.storage.sql_rows import SqliteRowStore
+from memora.storage.sql_rows import SqliteRowStore, SqlRowStore
 from memora.storage.vector_cache import SealedVectorCache
 from memora.storage.vectors import COLLECTION_NAME, ChromaVectorIndex, VectorWriter
 
@@ -53,6 +53,7 @@ __all__ = [
     "COLLECTION_NAME",
     "EmbeddingMismatchError",
     "LongTermMemoryStore",
+    "open_rows",
     "UserIndex",
     "is_memory_id",
     "new_memory_id",
@@ -85,6 +86,22 @@ def is_memory_id(text: str) -> bool:
     return _MEMORY_ID.fullmatch(text) is not None
 
 
+def open_rows(data_dir: Path, database_url: str | None = None) -> tuple[SqlRowStore, str]:
+    """The row store (Postgres when a URL is given, else SQLite in ``data_dir``) and where it is.
+
+    Opened before the store itself when the recorded embedding model decides which model
+    to load (``Memora`` with ``MEMORA_EMBEDDINGS`` unset).
+    """
+    if database_url:
+        from memora.storage.postgres import PostgresDatabase, describe_url
+        from memora.storage.rows_postgres import PostgresRowStore
+
+        return PostgresRowStore(PostgresDatabase(database_url)), (
+            f"the database {describe_url(database_url)}"
+        )
+    return SqliteRowStore(data_dir / "memora.db"), f"the memory store in {data_dir}"
+
+
 class LongTermMemoryStore:
     """Persistent, user-scoped memory storage with an in-process ranking index."""
 
@@ -99,22 +116,13 @@ class LongTermMemoryStore:
         embed: Callable[[list[str]], np.ndarray] | None = None,
         allow_model_change: bool = False,
         ranking_cache_users: int = DEFAULT_MAX_USERS,
+        rows: tuple[SqlRowStore, str] | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.spec = spec
-        self.db: SqlDatabase
-        self.rows: RowStore
-        if database_url:
-            from memora.storage.postgres import PostgresDatabase, describe_url
-            from memora.storage.rows_postgres import PostgresRowStore
-
-            postgres_rows = PostgresRowStore(PostgresDatabase(database_url))
-            self.db, self.rows = postgres_rows.db, postgres_rows
-            self._where = f"the database {describe_url(database_url)}"
-        else:
-            sqlite_rows = SqliteRowStore(data_dir / "memora.db")
-            self.db, self.rows = sqlite_rows.db, sqlite_rows
-            self._where = f"the memory store in {data_dir}"
+        sql_rows, self._where = rows or open_rows(data_dir, database_url)
+        self.db: SqlDatabase = sql_rows.db
+        self.rows: RowStore = sql_rows
         self._check_model(allow_model_change)
         self.vectors = ChromaVectorIndex(
             data_dir, spec, chroma_url, chroma_collection, owner_label=self.rows.user_tag

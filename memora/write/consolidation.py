@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from memora.audit import AuditLog
+from memora.embeddings import MemoraEmbeddings
 from memora.models import MemoryCandidate, MemoryStatus, ReconcileAction
 from memora.storage.store import LongTermMemoryStore
 from memora.write.reconcile import Reconciler
-from memora.write.write_path import find_neighbours
+from memora.write.write_path import find_neighbours, in_reconciler_scale
 
 
 @dataclass
@@ -35,6 +36,8 @@ class Consolidator:
     reconciler: Reconciler
     decay_after: timedelta
     """How long a memory may go unused before its importance drops by one (and between drops)."""
+    embeddings: MemoraEmbeddings | None = None
+    """The store's model: neighbours it finds are judged on WordLlama's scale when it is another."""
 
     def consolidate(self, user_id: str, now: datetime) -> ConsolidationReport:
         """Archive expired memories, supersede duplicates by the newest copy, decay the unused."""
@@ -86,6 +89,8 @@ class Consolidator:
                 for n in find_neighbours(self.store, user_id, candidate, stored_vector, now)
                 if n.memory.id != unit.id and n.memory.id not in merged
             ]
+            if self.embeddings is not None:
+                others = in_reconciler_scale(self.embeddings, unit.content, others)
             decision = self.reconciler.decide(candidate, others)
             if decision.action is ReconcileAction.SKIP:
                 for target in decision.target_ids:

@@ -18,7 +18,12 @@ from datetime import datetime
 import numpy as np
 
 from memora.audit import AuditLog
-from memora.embeddings import MemoraEmbeddings, estimate_tokens
+from memora.embeddings import (
+    MemoraEmbeddings,
+    WordLlamaEmbeddings,
+    estimate_tokens,
+    shared_wordllama,
+)
 from memora.judgement import Judgement
 from memora.models import (
     MemoryCandidate,
@@ -70,8 +75,29 @@ def find_neighbours(
         limit=RECONCILE_NEIGHBOURS,
         min_relevance=0.0,
         thread_id=candidate.thread_id,
+        unrelated_cosine=store.spec.unrelated_cosine,
+        dense_weight=store.spec.fusion_dense_weight,
     )
     return [Neighbour(memory=hit.memory, similarity=hit.semantic_similarity) for hit in found]
+
+
+def in_reconciler_scale(
+    embeddings: MemoraEmbeddings, content: str, neighbours: list[Neighbour]
+) -> list[Neighbour]:
+    """Neighbours whose similarity is WordLlama's cosine, whatever model ranked them.
+
+    The offline reconciler's thresholds were set on WordLlama cosines; e5's cosines sit
+    higher (unrelated sentences score around 0.7), so they would read as near-duplicates.
+    WordLlama embeds a dozen short texts in well under a millisecond.
+    """
+    if isinstance(embeddings, WordLlamaEmbeddings) or not neighbours:
+        return neighbours
+    vectors = shared_wordllama().embed_array([content, *(n.memory.content for n in neighbours)])
+    cosines = vectors[1:] @ vectors[0]
+    return [
+        Neighbour(memory=n.memory, similarity=float(cosine))
+        for n, cosine in zip(neighbours, cosines, strict=True)
+    ]
 
 
 @dataclass
@@ -115,7 +141,11 @@ class WritePath:
         rating = self.importance.score(candidate)
         vector = self.embeddings.embed_array([content])[0]
         tokens = estimate_tokens([content])
-        neighbours = find_neighbours(self.store, user_id, candidate, vector, said_at)
+        neighbours = in_reconciler_scale(
+            self.embeddings,
+            content,
+            find_neighbours(self.store, user_id, candidate, vector, said_at),
+        )
         decision = self.reconciler.decide(candidate, neighbours)
         unit = MemoryUnit(
             id=new_memory_id(),
