@@ -17,9 +17,13 @@ how writers on several machines are kept in step:
   ``memories.content`` holds the text sealed under the memory's own key
   (``memora.storage.sealing.seal_text``), the same key that seals its vector, and
   every key lives in ``vector_keys`` alone. After a forget or an erase
-  :meth:`scrub` rewrites that small table with ``VACUUM FULL`` (a new file; the old
-  one is truncated and unlinked), so no table or index file keeps a deleted key,
-  and what the other files keep of the text is ciphertext without a key.
+  :meth:`scrub` rewrites the part of that table that held the keys with
+  ``VACUUM FULL`` (a new file; the old one is truncated and unlinked), so no table
+  or index file keeps a deleted key, and what the other files keep of the text is
+  ciphertext without a key. A rewrite costs time in proportion to the table (about
+  75 ms per 10,000 keys measured here) and holds off every reader of it meanwhile,
+  so the table is hash-partitioned by user into ``KEY_PARTITIONS`` parts and a
+  deletion rewrites only its user's part.
 """
 
 from __future__ import annotations
@@ -35,14 +39,23 @@ import psycopg
 from memora.errors import StoreError
 from memora.models import MemoryUnit
 from memora.storage.postgres import PostgresDatabase
-from memora.storage.rows import COLUMNS, ColumnTypes, IndexRow, row_values, table_statements
+from memora.storage.rows import (
+    COLUMNS,
+    ColumnTypes,
+    GenerationBump,
+    IndexRow,
+    row_values,
+    table_statements,
+)
 from memora.storage.sealing import TEXT_FORMAT, seal_text, unseal_text
 from memora.storage.sql_rows import SqlRowStore
 
 SCHEMA_VERSION = 2
 _CONTENT = COLUMNS.index("content")
 KEY_TABLE = "vector_keys"
-"""The one table holding keys: rewritten (not just vacuumed) after every deletion."""
+"""The one table holding memory keys: its part is rewritten (not just vacuumed) after
+every deletion."""
+KEY_PARTITIONS = 64
 _VECTOR_LOCK = 0x6D656D6F7261_01
 """Advisory lock id of the vector lock (distinct from the schema lock)."""
 
@@ -81,6 +94,19 @@ def _seal_plain_texts(conn: psycopg.Connection[Any]) -> None:
 
 
 _SEALED_TEXT: list[str | Callable[[psycopg.Connection[Any]], None]] = [
+    # The keys move to a partitioned table; dropping the old one unlinks its file, and with
+    # it the keys of memories forgotten before.
+    "ALTER TABLE vector_keys RENAME TO vector_keys_unpartitioned",
+    "ALTER INDEX vector_keys_pkey RENAME TO vector_keys_unpartitioned_pkey",
+    "CREATE TABLE vector_keys (id TEXT NOT NULL, user_id TEXT NOT NULL, key BYTEA NOT NULL,"
+    " PRIMARY KEY (user_id, id)) PARTITION BY HASH (user_id)",
+    *(
+        f"CREATE TABLE {KEY_TABLE}_{n} PARTITION OF {KEY_TABLE}"
+        f" FOR VALUES WITH (MODULUS {KEY_PARTITIONS}, REMAINDER {n})"
+        for n in range(KEY_PARTITIONS)
+    ),
+    "INSERT INTO vector_keys SELECT id, user_id, key FROM vector_keys_unpartitioned",
+    "DROP TABLE vector_keys_unpartitioned",
     # Rewriting the column gives the table a new file: the plain texts' old file is unlinked.
     "ALTER TABLE memories ALTER COLUMN content TYPE BYTEA USING convert_to(content, 'UTF8')",
     # ANALYZE would copy sample values into pg_statistic, a table no deletion rewrites.
@@ -88,7 +114,8 @@ _SEALED_TEXT: list[str | Callable[[psycopg.Connection[Any]], None]] = [
     "ALTER TABLE vector_keys ALTER COLUMN key SET STATISTICS 0",
     _seal_plain_texts,
     "CREATE OR REPLACE VIEW keyed_memories AS SELECT memories.*, vector_keys.key AS sealing_key"
-    " FROM memories LEFT JOIN vector_keys ON vector_keys.id = memories.id",
+    " FROM memories LEFT JOIN vector_keys"
+    " ON vector_keys.user_id = memories.user_id AND vector_keys.id = memories.id",
 ]
 
 
@@ -106,15 +133,41 @@ class PostgresRowStore(SqlRowStore):
 
     def __init__(self, db: PostgresDatabase) -> None:
         super().__init__(db)
+        self._unshredded: set[str] = set()
+        """Users whose keys this process deleted and whose key part is not yet rewritten."""
         if db.ensure_schema("rows", SCHEMA_VERSION, [*_SCHEMA, *_SEALED_TEXT]):
             # The sealing left the plain texts in dead tuples of the new file.
             db.rewrite("memories")
 
+    def delete_with_tombstones(self, user_id: str, memory_ids: Sequence[str]) -> GenerationBump:
+        self._unshredded.add(user_id)
+        return super().delete_with_tombstones(user_id, memory_ids)
+
+    def erase_user(self, user_id: str) -> builtins.list[str]:
+        self._unshredded.add(user_id)
+        return super().erase_user(user_id)
+
     def scrub(self) -> bool:
-        """VACUUM the tables that held rows; rewrite the key table, so deleted keys leave
-        no file (what is left of the texts is then ciphertext without a key)."""
+        """VACUUM the tables that held rows; rewrite the key parts that held deleted keys,
+        so they leave no file (what is left of the texts is then ciphertext without a key)."""
         self.db.vacuum("memories", "changes")
-        return self.db.rewrite(KEY_TABLE)
+        users = set(self._unshredded)
+        if not users:
+            return True
+        parts = [
+            row[0]
+            for row in self.db.query_tuples(
+                f"SELECT DISTINCT '{KEY_TABLE}_' || r FROM unnest(?::text[]) AS u(name),"
+                f" generate_series(0, {KEY_PARTITIONS - 1}) AS r"
+                f" WHERE satisfies_hash_partition('{KEY_TABLE}'::regclass, {KEY_PARTITIONS},"
+                " r, u.name)",
+                (list(users),),
+            )
+        ]
+        if not self.db.rewrite(*parts):
+            return False
+        self._unshredded -= users
+        return True
 
     def _stored_values(
         self, units: Sequence[MemoryUnit], keys: Sequence[bytes]
@@ -130,10 +183,18 @@ class PostgresRowStore(SqlRowStore):
         return [IndexRow(values).unit() for values in self._positional_rows(sql, params)]
 
     def add_vector_keys(self, user_id: str, keys: dict[str, bytes]) -> dict[str, bytes]:
-        """Store keys for keyless memories, then seal their texts under them."""
-        stored = super().add_vector_keys(user_id, keys)
-        if stored:
-            with self.db.writing() as conn:
+        """Store keys for live memories that have none, and seal their texts under them."""
+        stored: dict[str, bytes] = {}
+        with self.db.writing() as conn:
+            for memory_id, key in keys.items():
+                cursor = conn.execute(
+                    "INSERT INTO vector_keys SELECT id, user_id, %s FROM memories"
+                    " WHERE id = %s AND user_id = %s ON CONFLICT (user_id, id) DO NOTHING",
+                    (key, memory_id, user_id),
+                )
+                if cursor.rowcount:
+                    stored[memory_id] = key
+            if stored:
                 rows = conn.execute(
                     "SELECT id, content FROM memories WHERE id = ANY(%s) FOR UPDATE",
                     (list(stored),),

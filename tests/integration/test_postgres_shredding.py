@@ -10,6 +10,7 @@ reads the server's data directory itself, every file but the write-ahead log
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import psycopg
@@ -17,6 +18,8 @@ import pytest
 
 from memora.api import Memora
 from memora.models import MemorySource, MemoryUnit
+from memora.storage.rows import COLUMNS, ColumnTypes, row_values, table_statements
+from memora.storage.sealing import new_key
 from tests.conftest import Backend, Services, postgres_backend
 from tests.integration.test_cli import ok, run
 from tests.integration.test_forgetting import files_containing
@@ -138,3 +141,41 @@ def test_threads_are_sealed_in_the_checkpoint_tables_and_still_resume(
     exported = json.loads(ok(run(data, "users", "export", "carol", **env)))
     said = [m["content"] for t in exported["threads"] for m in t["messages"]]
     assert TYPED_IN_CHAT in said  # read back through its thread's key
+
+
+def test_a_store_of_plain_texts_is_sealed_when_it_opens(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A database written before sealing (rows schema 1, texts plain) opens as before,
+    and its texts are sealed in place: no table file keeps them plain afterwards."""
+    services, backend, url = _backend(request)
+    unit = MemoryUnit(
+        id=uuid.uuid4().hex, user_id="dave", content=ERASED, source=MemorySource(actor="test")
+    )
+    types = ColumnTypes(
+        "seq BIGSERIAL UNIQUE,\n    ", "DOUBLE PRECISION", "BOOLEAN", "BIGINT", "BYTEA"
+    )
+    with psycopg.connect(url, autocommit=True) as conn:
+        for statement in table_statements(types):
+            conn.execute(statement)
+        conn.execute(
+            "CREATE TABLE schema_version (component TEXT PRIMARY KEY, version INTEGER NOT NULL,"
+            " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+        conn.execute("INSERT INTO schema_version VALUES ('rows', 1)")
+        values = row_values(unit)
+        conn.execute(
+            f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES"
+            f" ({', '.join('%s' for _ in values)})",
+            values,
+        )
+        conn.execute("INSERT INTO vector_keys VALUES (%s, %s, %s)", (unit.id, "dave", new_key()))
+    assert _held(services, url, [b"Lin Yuting"]) != []  # the control: it is there, plain
+
+    memora = Memora(backend.settings(tmp_path / "data"))
+    assert [m.content for m in memora.list("dave")] == [ERASED]
+    assert _held(services, url, [b"Lin Yuting"]) == []
+    with psycopg.connect(url) as conn:
+        version = conn.execute("SELECT version FROM schema_version WHERE component = 'rows'")
+        assert version.fetchone() == (2,)
+    memora.close()
