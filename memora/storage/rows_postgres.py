@@ -148,9 +148,12 @@ class PostgresRowStore(SqlRowStore):
         return super().erase_user(user_id)
 
     def scrub(self) -> bool:
-        """VACUUM the tables that held rows; rewrite the key parts that held deleted keys,
-        so they leave no file (what is left of the texts is then ciphertext without a key)."""
-        self.db.vacuum("memories", "changes")
+        """Rewrite the key parts that held deleted keys, so they leave no file.
+
+        What the other tables' free space keeps of a deleted memory is ciphertext without
+        a key and ids, so they are left to autovacuum (a VACUUM of ``memories`` and
+        ``changes`` would add about 30 ms to a forget at 10,000 memories).
+        """
         users = set(self._unshredded)
         if not users:
             return True

@@ -10,7 +10,9 @@ collection on every forget would cost O(memories) per delete and still leave
 segment files behind.
 
 So Chroma never receives a plain embedding. Each memory gets a random 256-bit
-key, kept only in the row store beside its text (SQLite with ``secure_delete``).
+key, kept only in the row store beside its text (SQLite with ``secure_delete``), or on
+Postgres in its key table, where the text itself is sealed under the same key
+(:func:`seal_text`; see ``memora.storage.rows_postgres``).
 Chroma stores ``embedding + MASK_SCALE * noise(key)``, the noise a stream derived
 from the key with SHAKE-256. Forgetting deletes the key with the row,
 in one transaction; whatever copies Chroma's log or segments still hold are then
