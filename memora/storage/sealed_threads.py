@@ -74,8 +74,14 @@ class ThreadKeys:
         self._by_id: dict[bytes, bytes] = {}
         with self._lock:
             self._conn.execute(_SCHEMA)
-            # ANALYZE would copy sample keys into pg_statistic, which no deletion rewrites.
-            self._conn.execute("ALTER TABLE thread_keys ALTER COLUMN key SET STATISTICS 0")
+            target = self._conn.execute(
+                "SELECT attstattarget FROM pg_attribute"
+                " WHERE attrelid = 'thread_keys'::regclass AND attname = 'key'"
+            ).fetchone()
+            if target is not None and _column(target, "attstattarget", 0) != 0:
+                # ANALYZE would copy sample keys into pg_statistic, which no deletion
+                # rewrites. Altered once: ALTER TABLE locks out every other node meanwhile.
+                self._conn.execute("ALTER TABLE thread_keys ALTER COLUMN key SET STATISTICS 0")
 
     def for_thread(self, thread_id: str) -> tuple[bytes, bytes]:
         """The thread's key id and key, made on its first save.
