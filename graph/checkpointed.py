@@ -18,6 +18,7 @@ from agent.forgotten import Forgotten
 from graph.builder import RECURSION_LIMIT, builder
 from memora.storage.db import StoreError, describe_sqlite_error
 from memora.storage.postgres import describe_postgres_error
+from memora.storage.sealed_threads import SealingSerializer, ThreadKeys, as_sealed_blobs
 from nodes.other_threads import blank_in_threads
 
 CHECKPOINTS_FILE = "checkpoints.sqlite"
@@ -63,14 +64,36 @@ class LatestOnlyPostgresSaver(PostgresSaver):
 
     For the reasons given in :class:`LatestOnlySqliteSaver`; the pruning is the
     library's own ``prune(strategy="keep_latest")``, which also drops the blobs
-    only older checkpoints referenced. Dead tuples stay until VACUUM, which
-    runs when a thread is deleted (and autovacuum in between).
+    only older checkpoints referenced.
+
+    Every value is sealed under its thread's key (``memora.storage.sealed_threads``),
+    text channels included, so deleting a thread destroys its transcript wherever
+    Postgres left the bytes.
     """
 
+    serde: SealingSerializer
+
     def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-        saved = super().put(config, checkpoint, metadata, new_versions)
-        self.prune([str(saved["configurable"]["thread_id"])], strategy="keep_latest")
+        thread_id = str(config["configurable"]["thread_id"])
+        with self.serde.sealing_for(thread_id):
+            saved = super().put(config, *_sealed(checkpoint, metadata, new_versions))
+        self.prune([thread_id], strategy="keep_latest")
         return saved
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        with self.serde.sealing_for(str(config["configurable"]["thread_id"])):
+            super().put_writes(config, writes, task_id, task_path)
+
+    def delete_threads(self, thread_ids: list[str]) -> None:
+        """Delete these threads and destroy their keys (see ``ThreadKeys.destroy``)."""
+        for thread_id in thread_ids:
+            self.delete_thread(thread_id)
+        self.serde.keys.destroy(thread_ids)
+
+
+def _sealed(checkpoint: Any, metadata: Any, new_versions: Any) -> tuple[Any, Any, Any]:
+    wrapped, versions = as_sealed_blobs(checkpoint, new_versions)
+    return wrapped, metadata, versions
 
 
 def _ends_the_run(checkpoint: Any) -> bool:
@@ -122,14 +145,22 @@ def _postgres_agent(database_url: str) -> Iterator[Any]:
             row_factory=psycopg.rows.dict_row,
             connect_timeout=10,
         )
-        saver = LatestOnlyPostgresSaver(conn)
-        saver.setup()
+        # The keys have a connection of their own: the saver holds its connection's
+        # lock while the serde runs.
+        keys_conn = psycopg.Connection.connect(database_url, autocommit=True, connect_timeout=10)
     except psycopg.Error as error:
         raise StoreError(describe_postgres_error(database_url, error)) from None
     try:
+        try:
+            keys = ThreadKeys(keys_conn)
+            saver = LatestOnlyPostgresSaver(conn, serde=SealingSerializer(keys))
+            saver.setup()
+        except psycopg.Error as error:
+            raise StoreError(describe_postgres_error(database_url, error)) from None
         agent = builder.compile(checkpointer=saver, name="memora")
         yield agent.with_config({"recursion_limit": RECURSION_LIMIT})
     finally:
+        keys_conn.close()
         conn.close()
 
 
@@ -165,9 +196,12 @@ def thread_records(agent: Any) -> list[ThreadRecord]:
 
 def delete_threads(agent: Any, thread_ids: list[str]) -> None:
     """Delete these threads' checkpoints and rewrite the file so no page keeps them
-    (on Postgres: VACUUM the checkpoint tables)."""
-    for thread_id in thread_ids:
-        agent.checkpointer.delete_thread(thread_id)
+    (on Postgres: destroy their keys, VACUUM the checkpoint tables)."""
+    if isinstance(agent.checkpointer, LatestOnlyPostgresSaver):
+        agent.checkpointer.delete_threads(thread_ids)
+    else:
+        for thread_id in thread_ids:
+            agent.checkpointer.delete_thread(thread_id)
     if isinstance(agent.checkpointer, PostgresSaver):
         conn = agent.checkpointer.conn
         assert isinstance(conn, psycopg.Connection)  # open_agent gives it one autocommit connection

@@ -47,7 +47,7 @@ class SqlDatabase(Protocol):
         """A read-only statement's rows."""
         ...
 
-    def ensure_schema(self, component: str, version: int, statements: Sequence[str]) -> None:
+    def ensure_schema(self, component: str, version: int, statements: Sequence[str]) -> bool | None:
         """Create a part's tables if they are missing (idempotent)."""
         ...
 

@@ -12,7 +12,7 @@ SQLite's ``?`` placeholders, which :class:`PostgresDatabase` translates.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,6 +26,9 @@ POOL_MIN = 1
 POOL_MAX = 8
 """Connections one process keeps open at most (Postgres allows 100 by default)."""
 CONNECT_TIMEOUT_S = 10.0
+REWRITE_LOCK_TIMEOUT = "5s"
+"""How long a table rewrite waits for readers to let go before it is left for the next
+forget (the rewrite's exclusive lock would hold every new reader behind it meanwhile)."""
 _SCHEMA_LOCK = 0x6D656D6F7261
 """Advisory lock id held while a schema is created ("memora" in hex)."""
 
@@ -149,8 +152,18 @@ class PostgresDatabase:
             cursor = conn.cursor(row_factory=tuple_row)
             return cursor.execute(_translate(sql), tuple(params)).fetchall()
 
-    def ensure_schema(self, component: str, version: int, statements: Sequence[str]) -> None:
+    def ensure_schema(
+        self,
+        component: str,
+        version: int,
+        statements: Sequence[str | Callable[[psycopg.Connection[Any]], None]],
+    ) -> bool:
         """Create a part's tables once, whichever node starts first, and record its version.
+
+        A statement may be a function of the connection, for a migration SQL cannot do alone.
+
+        Returns:
+            Whether the statements ran (a new or older schema).
 
         Raises:
             StoreError: The database holds a newer version than this code knows.
@@ -168,13 +181,18 @@ class PostgresDatabase:
                 )
             if row is None or row["version"] < version:
                 for statement in statements:
-                    conn.execute(statement)
+                    if callable(statement):
+                        statement(conn)
+                    else:
+                        conn.execute(statement)
                 conn.execute(
                     "INSERT INTO schema_version (component, version) VALUES (%s, %s)"
                     " ON CONFLICT (component) DO UPDATE SET version = excluded.version,"
                     " applied_at = now()",
                     (component, version),
                 )
+                return True
+        return False
 
     def vacuum(self, *tables: str) -> bool:
         """Run ``VACUUM`` on these tables so deleted rows' space is reclaimed (see README).
@@ -183,6 +201,24 @@ class PostgresDatabase:
         """
         with self.connection() as conn:
             conn.execute(f"VACUUM {', '.join(tables)}")
+        return True
+
+    def rewrite(self, *tables: str) -> bool:
+        """``VACUUM FULL`` these tables: each is copied into a new file and the old file is
+        truncated and unlinked, so no table or index file keeps a deleted row's bytes (plain
+        VACUUM only compacts a page; the bytes it frees stay in the file).
+
+        Returns:
+            False when a reader held a table past ``REWRITE_LOCK_TIMEOUT`` (try again later).
+        """
+        with self.connection() as conn:
+            conn.execute(f"SET lock_timeout = '{REWRITE_LOCK_TIMEOUT}'")
+            try:
+                conn.execute(f"VACUUM FULL {', '.join(tables)}")
+            except psycopg.errors.LockNotAvailable:
+                return False
+            finally:
+                conn.execute("RESET lock_timeout")
         return True
 
     def reclaim(self, *tables: str) -> bool:

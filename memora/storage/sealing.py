@@ -10,7 +10,9 @@ collection on every forget would cost O(memories) per delete and still leave
 segment files behind.
 
 So Chroma never receives a plain embedding. Each memory gets a random 256-bit
-key, kept only in the row store beside its text (SQLite with ``secure_delete``).
+key, kept only in the row store beside its text (SQLite with ``secure_delete``), or on
+Postgres in its key table, where the text itself is sealed under the same key
+(:func:`seal_text`; see ``memora.storage.rows_postgres``).
 Chroma stores ``embedding + MASK_SCALE * noise(key)``, the noise a stream derived
 from the key with SHAKE-256. Forgetting deletes the key with the row,
 in one transaction; whatever copies Chroma's log or segments still hold are then
@@ -23,6 +25,8 @@ import hashlib
 import os
 
 import numpy as np
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 KEY_BYTES = 32
 MASK_SCALE = 64.0
@@ -73,3 +77,40 @@ def unseal(sealed: np.ndarray, keys: list[bytes]) -> np.ndarray:
     """The embeddings back from sealed vectors and their keys."""
     sealed = np.asarray(sealed, dtype=np.float32)
     return sealed - _masks(sealed, keys)
+
+
+TEXT_FORMAT = 1
+"""First byte of a sealed text. A stored text that does not start with it is plain UTF-8
+(a memory that has no key yet); memory text never holds control characters."""
+_NONCE_BYTES = 12
+
+
+def _text_cipher(key: bytes) -> AESGCM:
+    """AES-256-GCM under a key derived from the memory's key, so the text cipher and the
+    vector mask never use the same bytes for two purposes."""
+    return AESGCM(hashlib.blake2b(key, digest_size=32, person=b"memora-text").digest())
+
+
+def seal_text(text: str, key: bytes) -> bytes:
+    """A memory's text as the database may hold it: readable only with the memory's key."""
+    nonce = os.urandom(_NONCE_BYTES)
+    sealed = _text_cipher(key).encrypt(nonce, text.encode("utf-8"), None)
+    return bytes([TEXT_FORMAT]) + nonce + sealed
+
+
+def unseal_text(stored: bytes, key: bytes | None) -> str:
+    """The text back from what :func:`seal_text` gave (or from plain UTF-8 bytes).
+
+    Raises:
+        ValueError: The text is sealed and the key is missing or not its own.
+    """
+    stored = bytes(stored)
+    if not stored or stored[0] != TEXT_FORMAT:
+        return stored.decode("utf-8")
+    if key is None:
+        raise ValueError("a sealed memory text has no key")
+    nonce, sealed = stored[1 : 1 + _NONCE_BYTES], stored[1 + _NONCE_BYTES :]
+    try:
+        return _text_cipher(key).decrypt(nonce, sealed, None).decode("utf-8")
+    except InvalidTag:
+        raise ValueError("a sealed memory text does not open with its key") from None

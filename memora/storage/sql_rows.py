@@ -55,6 +55,10 @@ class SqlRowStore(ABC):
     """Column that orders rows as they were inserted."""
     ids_per_statement: int
     """Most ids bound in one statement (the rest go in further statements)."""
+    select: str = SELECT
+    """The statement that reads whole memories (``COLUMNS`` first), before its conditions."""
+    rewritten_columns: tuple[str, ...] = COLUMNS[2:]
+    """What :meth:`rewrite` overwrites."""
 
     def __init__(self, db: SqlDatabase) -> None:
         self.db = db
@@ -76,6 +80,16 @@ class SqlRowStore(ABC):
     @abstractmethod
     def _lock_all_generations(self, conn: Any) -> None:
         """Lock every generation row in the writers' order before bumping them all."""
+
+    def _stored_values(
+        self, units: Sequence[MemoryUnit], keys: Sequence[bytes]
+    ) -> builtins.list[tuple[Any, ...]]:
+        """The rows :meth:`insert` writes, in ``COLUMNS`` order."""
+        return [row_values(unit) for unit in units]
+
+    def _units(self, sql: str, params: Sequence[Any]) -> builtins.list[MemoryUnit]:
+        """The memories a :attr:`select` statement reads."""
+        return [unit_from_row(row) for row in self.db.query(sql, tuple(params))]
 
     def _batches(self, ids: Sequence[str]) -> Iterator[builtins.list[str]]:
         for start in range(0, len(ids), self.ids_per_statement):
@@ -166,7 +180,7 @@ class SqlRowStore(ABC):
             conn.executemany(
                 f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES"
                 f" ({', '.join('?' for _ in COLUMNS)})",
-                [row_values(unit) for unit in units],
+                self._stored_values(units, keys),
             )
             conn.executemany(
                 "INSERT INTO vector_keys VALUES (?, ?, ?)",
@@ -176,11 +190,15 @@ class SqlRowStore(ABC):
 
     def rewrite(self, user_id: str, units: Sequence[MemoryUnit]) -> GenerationBump:
         """Overwrite every column but id and owner; foreign ids match no row."""
-        assignments = ", ".join(f"{name} = ?" for name in COLUMNS[2:])
+        assignments = ", ".join(f"{name} = ?" for name in self.rewritten_columns)
+        positions = [COLUMNS.index(name) for name in self.rewritten_columns]
         with self.db.transaction() as conn:
             conn.executemany(
                 f"UPDATE memories SET {assignments} WHERE id = ? AND user_id = ?",
-                [(*row_values(unit)[2:], unit.id, user_id) for unit in units],
+                [
+                    (*(values[i] for i in positions), unit.id, user_id)
+                    for unit, values in ((unit, row_values(unit)) for unit in units)
+                ],
             )
             return self._bump(conn, user_id, [unit.id for unit in units])
 
@@ -332,16 +350,17 @@ class SqlRowStore(ABC):
 
     def get(self, user_id: str, memory_id: str) -> MemoryUnit | None:
         """One row of this user, or None."""
-        rows = self.db.query(f"{SELECT} WHERE id = ? AND user_id = ?", (memory_id, user_id))
-        return unit_from_row(rows[0]) if rows else None
+        units = self._units(f"{self.select} WHERE id = ? AND user_id = ?", (memory_id, user_id))
+        return units[0] if units else None
 
     def get_many(self, user_id: str, memory_ids: Sequence[str]) -> builtins.list[MemoryUnit]:
         """The live memories of this user among ``memory_ids``."""
         found: builtins.list[MemoryUnit] = []
         for batch in self._batches(memory_ids):
             condition, ids = self._id_in("id", batch)
-            rows = self.db.query(f"{SELECT} WHERE user_id = ? AND {condition}", (user_id, *ids))
-            found += [unit_from_row(row) for row in rows]
+            found += self._units(
+                f"{self.select} WHERE user_id = ? AND {condition}", (user_id, *ids)
+            )
         return found
 
     def list(
@@ -355,7 +374,7 @@ class SqlRowStore(ABC):
         metadata: tuple[str, str] | None = None,
     ) -> builtins.list[MemoryUnit]:
         """This user's rows by creation time, then insertion order (a page with ``limit``)."""
-        sql = f"{SELECT} WHERE user_id = ?"
+        sql = f"{self.select} WHERE user_id = ?"
         params: builtins.list[Any] = [user_id]
         if status is not None:
             sql += " AND status = ?"
@@ -370,7 +389,7 @@ class SqlRowStore(ABC):
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
             params += [limit, offset]
-        units = [unit_from_row(row) for row in self.db.query(sql, params)]
+        units = self._units(sql, params)
         if metadata is not None:
             field, value = metadata
             units = [unit for unit in units if unit.metadata.get(field) == value]
@@ -379,14 +398,14 @@ class SqlRowStore(ABC):
     def index_rows(self, user_id: str) -> builtins.list[IndexRow]:
         """All the user's rows, oldest first, parsed only as far as ranking needs."""
         rows = self._positional_rows(
-            f"{SELECT} WHERE user_id = ? ORDER BY created_at, {self.insertion_order}", (user_id,)
+            f"{self.select} WHERE user_id = ? ORDER BY created_at, {self.insertion_order}",
+            (user_id,),
         )
         return [IndexRow(row) for row in rows]
 
     def all_memories(self) -> builtins.list[MemoryUnit]:
         """Every row, in insertion order."""
-        rows = self.db.query(f"{SELECT} ORDER BY {self.insertion_order}")
-        return [unit_from_row(row) for row in rows]
+        return self._units(f"{self.select} ORDER BY {self.insertion_order}", ())
 
     def count(self, user_id: str, status: MemoryStatus | None = None) -> int:
         """How many rows this user has, optionally of one status."""
@@ -412,14 +431,13 @@ class SqlRowStore(ABC):
             conditions = [
                 self._id_in(column, frontier) for column in ("id", "superseded_by", "supersedes")
             ]
-            rows = self.db.query(
-                f"{SELECT} WHERE user_id = ? AND"
+            units = self._units(
+                f"{self.select} WHERE user_id = ? AND"
                 f" ({' OR '.join(condition for condition, _ in conditions)})",
                 [user_id, *(value for _, values in conditions for value in values)],
             )
             frontier = []
-            for row in rows:
-                unit = unit_from_row(row)
+            for unit in units:
                 for linked in (unit.id, unit.superseded_by, unit.supersedes):
                     if linked and linked not in seen:
                         frontier.append(linked)

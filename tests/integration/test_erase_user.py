@@ -41,8 +41,13 @@ def test_erase_removes_everything_of_one_user_and_nothing_else(
     _chat(data, "bob", "Please remember that I live in Hualien.", **env)
     alice_texts = [*ALICE_FACTS, "Tiramisu", "Kaohsiung", "sourdough starter"]
     assert _held(data, backend, alice_texts) != []
-    if backend.database_url is not None:  # the threads are in Postgres, not in the data dir
-        assert "checkpoint_blobs" in tables_containing(backend.database_url, "Kaohsiung")
+    if backend.database_url is not None:  # the threads are in Postgres, sealed, not in the data dir
+        import psycopg
+
+        with psycopg.connect(backend.database_url) as conn:
+            keys = conn.execute("SELECT count(*) FROM thread_keys").fetchone()
+        assert keys == (2,)  # alice's thread and bob's, each sealed under its own key
+        assert "Kaohsiung" in ok(run(data, "users", "export", "alice", **env))
         assert not (data / "checkpoints.sqlite").exists()
 
     erased = ok(run(data, "users", "erase", "alice", "--yes", **env))

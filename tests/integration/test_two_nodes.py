@@ -101,7 +101,8 @@ def test_neither_node_keeps_memory_text_in_its_data_dir(
     for node in ("node-a", "node-b"):
         root = tmp_path / node
         assert not root.exists() or files_containing(root, texts) == []
-    assert tables_containing(shared.database_url or "", "named Mochi") == ["memories"]
+    # Memory text is sealed in Postgres too (test_postgres_shredding.py); profiles are not.
+    assert tables_containing(shared.database_url or "", "named Mochi") == []
     assert tables_containing(shared.database_url or "", "Tiramisu") == ["profile"]
 
 
