@@ -50,6 +50,7 @@ GATE_CORPORA = (
     "gate_first_person.jsonl",
     "gate_numbers.jsonl",
     "gate_keep_requests.jsonl",
+    "gate_intent.jsonl",
     "injection.jsonl",
 )
 SECRET_CORPORA = ("secrets.jsonl", "secrets_numbers.jsonl")

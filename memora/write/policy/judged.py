@@ -60,7 +60,11 @@ def trained_verdict(
     secret = float(judge.secret_probability([candidate.content])[0])
     if probabilities["sensitive"] >= judge.GATE_SENSITIVE or secret >= judge.SECRET_TEXT:
         return RejectionReason.SENSITIVE_DATA, "judge:sensitive"
-    ranked = sorted(probabilities, key=probabilities.__getitem__, reverse=True)
+    odds = {
+        label: p * (judge.STORE_ODDS if label == "store" else 1.0)
+        for label, p in probabilities.items()
+    }
+    ranked = sorted(odds, key=odds.__getitem__, reverse=True)
     content, said = fold(candidate.content).strip(), fold(message).strip()
     if content in said:
         # The user's own words, verbatim: whatever else they are, the assistant did not make them.
