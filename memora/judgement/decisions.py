@@ -82,11 +82,11 @@ class Judgement:
 
     GATE_SENSITIVE = 0.3
     """Gate probability of ``sensitive`` above which a candidate is refused as sensitive."""
-    STORE_ODDS = 2.0
+    STORE_ODDS = 1.5
     """How much likelier ``store`` is taken to be than the corpora's mix says when ranking the
-    gate's labels: the corpora hold more refusals per fact than conversations do. Set on the
-    development selection and injection sets, where it trades 0.03 precision for 0.03–0.07
-    recall; the sensitive threshold reads the model's own probability."""
+    gate's labels: the corpora hold more refusals per fact than conversations do. Chosen on the
+    development selection and injection sets, where 1.5 balanced precision and recall best of
+    1, 1.5, 2 and 3; the sensitive threshold reads the model's own probability."""
     INSTRUCTION = 0.85
     """Gate probability of ``instruction`` needed to refuse a candidate as one."""
     SECRET_TEXT = 0.5

@@ -52,6 +52,7 @@ GATE_CORPORA = (
     "gate_keep_requests.jsonl",
     "gate_intent.jsonl",
     "gate_hedged.jsonl",
+    "gate_names.jsonl",
     "injection.jsonl",
 )
 SECRET_CORPORA = ("secrets.jsonl", "secrets_numbers.jsonl")
@@ -305,7 +306,7 @@ CARD_DATA = {
     "gate": "corpora/gate_*.jsonl (multilingual, Chinese, contrasts, people, third parties, "
     "short first-person statements, number-heavy texts, facts said with a request to keep "
     "or not to keep them, keep requests against refusals in ten languages, long-term goals "
-    "against momentary wants, hedged facts about people), "
+    "against momentary wants, hedged facts about people, names and forms of address), "
     "corpora/injection.jsonl, and the examples of the rule files (memora/write/policy/rules)",
     "secret": "corpora/secrets.jsonl and secrets_numbers.jsonl (number-heavy texts with and "
     "without secrets), plus the store and sensitive candidates of the gate corpora",
