@@ -77,7 +77,8 @@ class LatestOnlyPostgresSaver(PostgresSaver):
         thread_id = str(config["configurable"]["thread_id"])
         with self.serde.sealing_for(thread_id):
             saved = super().put(config, *_sealed(checkpoint, metadata, new_versions))
-        self.prune([thread_id], strategy="keep_latest")
+            # Inside the sealing: a key rotation locks the rows the pruning deletes.
+            self.prune([thread_id], strategy="keep_latest")
         return saved
 
     def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:

@@ -4,6 +4,10 @@ An approved forget takes the memory's words out of every thread of its user,
 not only the one it was asked in. The run's checkpointer holds them all; each
 thread's newest checkpoint is rewritten in place (same checkpoint id, so a
 thread paused on an approval keeps its pending writes and resumes as before).
+
+Where the checkpointer seals threads (Postgres, ``memora.storage.sealed_threads``), a
+blanked thread's older checkpoints stay in the tables' free space under the thread's
+key, so each blanked thread then gets a new key and the old one is destroyed.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from langgraph.config import get_config
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 
 from agent.forgotten import Forgotten, blanked_fields, blanked_turns
+from memora.storage.sealed_threads import SealingSerializer
 
 logger = logging.getLogger("memora.nodes")
 
@@ -89,7 +94,7 @@ def blank_in_threads(
     Returns:
         How many threads were changed.
     """
-    changed = 0
+    changed: list[str] = []
     for newest in _newest_per_thread(saver):
         values = newest.checkpoint.get("channel_values") or {}
         thread_id = str(newest.config["configurable"]["thread_id"])
@@ -102,16 +107,29 @@ def blank_in_threads(
             fields["messages"] = [blanked.get(m.id, m) for m in messages]
             _rewrite(saver, newest, fields)
             _keep_latest(saver, thread_id)
-            changed += 1
-    return changed
+            changed.append(thread_id)
+    _rotate_keys(saver, changed)
+    return len(changed)
 
 
 def keep_only_latest(thread_id: str | None) -> None:
     """Drop every checkpoint of the thread but its newest, where the run's checkpointer
-    keeps a history (a server's does): the older ones still hold what was blanked."""
+    keeps a history (a server's does), and give a sealed thread a new key: the older
+    checkpoints, or their bytes in free space, still hold what was blanked."""
     saver = _saver()
     if saver is not None and thread_id is not None:
         _keep_latest(saver, thread_id)
+        _rotate_keys(saver, [thread_id])
+
+
+def _rotate_keys(saver: BaseCheckpointSaver[Any], thread_ids: list[str]) -> None:
+    """Reseal these blanked threads under new keys, where the saver seals them."""
+    serde = getattr(saver, "serde", None)
+    if thread_ids and isinstance(serde, SealingSerializer) and not serde.rotate(thread_ids):
+        logger.warning(
+            "a reader held the thread key table: the blanked threads' old keys stay in its"
+            " file until the next rewrite"
+        )
 
 
 def _keep_latest(saver: BaseCheckpointSaver[Any], thread_id: str) -> None:

@@ -6,7 +6,10 @@ the freed bytes in the file, so a deleted thread's transcript would stay readabl
 checkpointer serialises is sealed (AES-256-GCM) under its thread's own random key,
 kept only in ``thread_keys``. Deleting a thread deletes its key and rewrites that
 small table with ``VACUUM FULL`` (a new file; the old one is truncated and unlinked):
-what the checkpoint tables keep is then ciphertext without a key.
+what the checkpoint tables keep is then ciphertext without a key. Blanking a thread's
+turns (a forget) leaves the older checkpoints' bytes in free space under the same key, so
+the thread then gets a new key (:meth:`ThreadKeys.rotate`): its values are resealed and the
+old key goes as a deleted thread's does.
 
 :class:`SealingSerializer` is the checkpointer's serde. Sealing needs the thread,
 which a serde is not told, so the saver names it around each save
@@ -20,6 +23,7 @@ from __future__ import annotations
 import contextvars
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -29,6 +33,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from psycopg.rows import tuple_row
 
 from memora.errors import StoreError
 
@@ -45,6 +50,9 @@ CREATE TABLE IF NOT EXISTS thread_keys (
 )
 """
 REWRITE_LOCK_TIMEOUT = "5s"
+HORIZON_WAIT_S = 5.0
+"""How long a key table rewrite waits for older transactions before it runs anyway (the
+deleted keys may then stay in the new file until the next rewrite)."""
 
 
 class SealedText:
@@ -122,21 +130,158 @@ class ThreadKeys:
             deleted; their bytes stay in the table's file until the next rewrite).
         """
         with self._lock:
+            deleted_by = None
             if thread_ids:
-                deleted = self._conn.execute(
-                    "DELETE FROM thread_keys WHERE thread_id = ANY(%s) RETURNING key_id",
-                    (list(thread_ids),),
-                ).fetchall()
+                with self._conn.transaction():
+                    deleted = self._conn.execute(
+                        "DELETE FROM thread_keys WHERE thread_id = ANY(%s) RETURNING key_id",
+                        (list(thread_ids),),
+                    ).fetchall()
+                    deleted_by = self._transaction_id()
                 for row in deleted:
                     self._by_id.pop(bytes(_column(row, "key_id", 0)), None)
-            self._conn.execute(f"SET lock_timeout = '{REWRITE_LOCK_TIMEOUT}'")
-            try:
-                self._conn.execute("VACUUM FULL thread_keys")
-            except psycopg.errors.LockNotAvailable:
+            return self._rewrite(deleted_by)
+
+    def rotate(self, thread_ids: Sequence[str]) -> bool:
+        """Give these threads new keys, reseal their checkpoint values under them, delete
+        the old keys and rewrite the key table so no file keeps them.
+
+        What a blanked thread's older checkpoints left in the tables' free space is then
+        ciphertext without a key, as a deleted thread's is. All threads change in one
+        transaction: until it commits every reader sees the old key and the old
+        ciphertext, afterwards the new ones, so a crash at any point leaves each thread
+        readable (the old keys' bytes stay in the table's file until the next rewrite).
+
+        Returns:
+            As :meth:`destroy`.
+        """
+        with self._lock:
+            retired: list[bytes] = []
+            with self._conn.transaction():
+                for thread_id in thread_ids:
+                    row = self._conn.execute(
+                        "SELECT key_id, key FROM thread_keys WHERE thread_id = %s FOR UPDATE",
+                        (thread_id,),
+                    ).fetchone()
+                    if row is None:  # never saved, or deleted meanwhile
+                        continue
+                    old = bytes(_column(row, "key_id", 0)), bytes(_column(row, "key", 1))
+                    new = os.urandom(KEY_ID_BYTES), AESGCM.generate_key(bit_length=256)
+                    self._conn.execute(
+                        "UPDATE thread_keys SET key_id = %s, key = %s WHERE thread_id = %s",
+                        (*new, thread_id),
+                    )
+                    _reseal_thread(self._conn, thread_id, old, new)
+                    retired.append(old[0])
+                rotated_by = self._transaction_id()
+            for key_id in retired:
+                self._by_id.pop(key_id, None)
+            return self._rewrite(rotated_by if retired else None)
+
+    def _transaction_id(self) -> int:
+        row = self._conn.execute("SELECT txid_current() AS xid").fetchone()
+        assert row is not None
+        return int(_column(row, "xid", 0))
+
+    def _rewrite(self, deleted_by: int | None) -> bool:
+        """``VACUUM FULL`` the key table (the caller holds the lock).
+
+        The rewrite copies a deleted row that an open transaction may still see, old
+        key included; so it first waits for every transaction of this database older
+        than ``deleted_by`` (the deleting transaction's id) to end.
+        """
+        settled = deleted_by is None or self._older_transactions_ended(deleted_by)
+        self._conn.execute(f"SET lock_timeout = '{REWRITE_LOCK_TIMEOUT}'")
+        try:
+            self._conn.execute("VACUUM FULL thread_keys")
+        except psycopg.errors.LockNotAvailable:
+            return False
+        finally:
+            self._conn.execute("RESET lock_timeout")
+        return settled
+
+    def _older_transactions_ended(self, xid: int) -> bool:
+        """Whether, within ``HORIZON_WAIT_S``, no other session of this database holds a
+        snapshot or a transaction from before transaction ``xid`` committed.
+
+        Autovacuum's workers are left out: a vacuum's snapshot keeps no row alive.
+        """
+        deadline = time.monotonic() + HORIZON_WAIT_S
+        xid32 = str(xid % 2**32)
+        while True:
+            row = self._conn.execute(
+                "SELECT count(*) AS older FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                " AND backend_type <> 'autovacuum worker'"
+                " AND (age(backend_xmin) >= age(%s::text::xid)"
+                " OR age(backend_xid) >= age(%s::text::xid))",
+                (xid32, xid32),
+            ).fetchone()
+            if row is not None and _column(row, "older", 0) == 0:
+                return True
+            if time.monotonic() > deadline:
                 return False
-            finally:
-                self._conn.execute("RESET lock_timeout")
-        return True
+            time.sleep(0.02)
+
+
+_SEALED_ROWS = {
+    "checkpoint_blobs": ("checkpoint_ns", "channel", "version"),
+    "checkpoint_writes": ("checkpoint_ns", "checkpoint_id", "task_id", "idx"),
+}
+"""The checkpoint tables that hold serialised values, with the columns naming a row beside
+its thread. ``checkpoints`` holds none: its JSON keeps only ids, versions and the values
+the saver inlines (numbers, flags, empty text; :class:`SealedText` sends the rest here)."""
+
+
+def _reseal_thread(
+    conn: psycopg.Connection[Any],
+    thread_id: str,
+    old: tuple[bytes, bytes],
+    new: tuple[bytes, bytes],
+) -> None:
+    """Reseal every value of the thread sealed under ``old`` under ``new`` (key id, key)."""
+    for table, names in _SEALED_ROWS.items():
+        columns = ", ".join(names)
+        rows = (
+            conn.cursor(row_factory=tuple_row)
+            .execute(
+                f"SELECT {columns}, blob FROM {table}"
+                " WHERE thread_id = %s AND type LIKE %s FOR UPDATE",
+                (thread_id, f"%{SUFFIX}"),
+            )
+            .fetchall()
+        )
+        updates = [
+            (_seal(new, _open(old, bytes(row[-1]))), thread_id, *row[:-1])
+            for row in rows
+            if row[-1] is not None and bytes(row[-1])[:KEY_ID_BYTES] == old[0]
+        ]
+        if updates:
+            where = " AND ".join(f"{name} = %s" for name in names)
+            conn.cursor().executemany(
+                f"UPDATE {table} SET blob = %s WHERE thread_id = %s AND {where}", updates
+            )
+
+
+def _seal(key: tuple[bytes, bytes], data: bytes) -> bytes:
+    """``data`` sealed under (key id, key): the key id, a nonce, the ciphertext."""
+    key_id, secret = key
+    nonce = os.urandom(_NONCE_BYTES)
+    return key_id + nonce + AESGCM(secret).encrypt(nonce, data, key_id)
+
+
+def _open(key: tuple[bytes, bytes], blob: bytes) -> bytes:
+    """What :func:`_seal` sealed, back.
+
+    Raises:
+        StoreError: The blob does not open with this key.
+    """
+    key_id, secret = key
+    nonce = blob[KEY_ID_BYTES : KEY_ID_BYTES + _NONCE_BYTES]
+    try:
+        return AESGCM(secret).decrypt(nonce, blob[KEY_ID_BYTES + _NONCE_BYTES :], key_id)
+    except InvalidTag:
+        raise StoreError("a sealed checkpoint value does not open with its key") from None
 
 
 def _column(row: Any, name: str, index: int) -> Any:
@@ -153,15 +298,24 @@ class SealingSerializer(SerializerProtocol):
         self._current: contextvars.ContextVar[tuple[bytes, bytes] | None] = contextvars.ContextVar(
             "memora_thread_key", default=None
         )
+        self._saving = threading.RLock()
+        """Held through each save and each rotation: a save that fetched a key before a
+        rotation and wrote after it would leave values under a deleted key."""
 
     @contextmanager
     def sealing_for(self, thread_id: str) -> Iterator[None]:
         """Seal what is serialised meanwhile under ``thread_id``'s key."""
-        token = self._current.set(self.keys.for_thread(thread_id))
-        try:
-            yield
-        finally:
-            self._current.reset(token)
+        with self._saving:
+            token = self._current.set(self.keys.for_thread(thread_id))
+            try:
+                yield
+            finally:
+                self._current.reset(token)
+
+    def rotate(self, thread_ids: Sequence[str]) -> bool:
+        """:meth:`ThreadKeys.rotate`, between this process's saves."""
+        with self._saving:
+            return self.keys.rotate(thread_ids)
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
         if isinstance(obj, SealedText):
@@ -172,9 +326,7 @@ class SealingSerializer(SerializerProtocol):
             # Only LangGraph's migration of checkpoints older than its format 4 serialises
             # outside a save; Memora never wrote those.
             return kind, data
-        key_id, key = current
-        nonce = os.urandom(_NONCE_BYTES)
-        return kind + SUFFIX, key_id + nonce + AESGCM(key).encrypt(nonce, data, key_id)
+        return kind + SUFFIX, _seal(current, data)
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         kind, blob = data
@@ -182,14 +334,10 @@ class SealingSerializer(SerializerProtocol):
             return self.inner.loads_typed(data)
         blob = bytes(blob)
         key_id = blob[:KEY_ID_BYTES]
-        nonce = blob[KEY_ID_BYTES : KEY_ID_BYTES + _NONCE_BYTES]
         key = self.keys.by_id(key_id)
         if key is None:
             raise StoreError("a checkpoint of a deleted thread was read: its key is destroyed")
-        try:
-            plain = AESGCM(key).decrypt(nonce, blob[KEY_ID_BYTES + _NONCE_BYTES :], key_id)
-        except InvalidTag:
-            raise StoreError("a sealed checkpoint value does not open with its key") from None
+        plain = _open((key_id, key), blob)
         return self.inner.loads_typed((kind[: -len(SUFFIX)], plain))
 
 
