@@ -143,22 +143,35 @@ def _keep_latest(saver: BaseCheckpointSaver[Any], thread_id: str) -> None:
 
 
 def _keep_latest_in_memory(saver: InMemorySaver, thread_id: str) -> None:
-    """:meth:`prune` for the in-memory saver (which has none): its dicts, trimmed."""
+    """:meth:`prune` for the in-memory saver (which has none): its dicts, trimmed.
+
+    A background save may be writing the same thread: every dict is read through a snapshot,
+    and of the channels the newest checkpoint has, only older blob versions are dropped, so a
+    checkpoint being written keeps its own.
+    """
     for namespace, checkpoints in list(saver.storage.get(thread_id, {}).items()):
-        if not checkpoints:
+        ids = list(checkpoints)
+        if not ids:
             continue
-        newest = max(checkpoints)
-        for checkpoint_id in [c for c in checkpoints if c != newest]:
-            del checkpoints[checkpoint_id]
+        newest = max(ids)
+        for checkpoint_id in [c for c in ids if c != newest]:
+            checkpoints.pop(checkpoint_id, None)
             saver.writes.pop((thread_id, namespace, checkpoint_id), None)
         versions = saver.serde.loads_typed(checkpoints[newest][0]).get("channel_versions", {})
         stale = [
             key
-            for key in saver.blobs
-            if key[0] == thread_id and key[1] == namespace and versions.get(key[2]) != key[3]
+            for key in list(saver.blobs)
+            if key[0] == thread_id
+            and key[1] == namespace
+            and (key[2] not in versions or _older(key[3], versions[key[2]]))
         ]
         for key in stale:
-            del saver.blobs[key]
+            saver.blobs.pop(key, None)
+
+
+def _older(version: object, than: object) -> bool:
+    """Whether one in-memory channel version precedes another (they count up: "000…5.0.37")."""
+    return int(str(version).split(".")[0]) < int(str(than).split(".")[0])
 
 
 def _rewrite(
