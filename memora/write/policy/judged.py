@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 
 from memora.judgement.decisions import WEIGHTS_DIR, Judgement
-from memora.models import MemoryCandidate, RejectionReason
+from memora.models import MemoryCandidate, MemoryScope, RejectionReason
 from memora.text.folding import fold
 
 VETOES_FILE = WEIGHTS_DIR / "vetoes.json"
@@ -73,6 +73,8 @@ def trained_verdict(
         # A memory typed directly has no conversation to refuse it in; an explicit "don't keep
         # this" in the text itself is still caught by the refusal rules kept as vetoes.
         ranked.remove("refused")
+    if candidate.scope is MemoryScope.THREAD:
+        ranked.remove("ephemeral")  # "for this chat" is exactly what a thread-scoped memory is for
     label = ranked[0]
     if label == "instruction" and probabilities[label] < judge.INSTRUCTION:
         # Facts about people and their roles look like orders to a small model; the
