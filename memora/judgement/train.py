@@ -55,7 +55,7 @@ GATE_CORPORA = (
     "gate_names.jsonl",
     "injection.jsonl",
 )
-SECRET_CORPORA = ("secrets.jsonl", "secrets_numbers.jsonl")
+SECRET_CORPORA = ("secrets.jsonl", "secrets_numbers.jsonl", "secrets_clear_words.jsonl")
 SELF_EVIDENT = ("store", "sensitive", "instruction", "vague")
 """Gate labels a candidate carries on its own, whatever message it came from."""
 HELD_OUT_SHARE = 5
@@ -308,10 +308,11 @@ CARD_DATA = {
     "or not to keep them, keep requests against refusals in ten languages, long-term goals "
     "against momentary wants, hedged facts about people, names and forms of address), "
     "corpora/injection.jsonl, and the examples of the rule files (memora/write/policy/rules)",
-    "secret": "corpora/secrets.jsonl and secrets_numbers.jsonl (number-heavy texts with and "
-    "without secrets), plus the store and sensitive candidates of the gate corpora",
-    "secret_span": "corpora/secrets.jsonl and secrets_numbers.jsonl (every candidate span of "
-    "every text)",
+    "secret": "corpora/secrets.jsonl, secrets_numbers.jsonl and secrets_clear_words.jsonl "
+    "(number-heavy texts and numbers in words, with and without secrets), plus the store and "
+    "sensitive candidates of the gate corpora",
+    "secret_span": "corpora/secrets.jsonl, secrets_numbers.jsonl and secrets_clear_words.jsonl "
+    "(every candidate span of every text)",
     "relation": "corpora/relations.jsonl (symmetric labels also read the other way round)",
 }
 

@@ -38,8 +38,8 @@ def _run(tmp_path: Path, data: Path, *extra: str) -> subprocess.CompletedProcess
     )
 
 
-def _json(tmp_path: Path, data: Path) -> dict[str, Any]:
-    proc = _run(tmp_path, data, "--json")
+def _json(tmp_path: Path, data: Path, *extra: str) -> dict[str, Any]:
+    proc = _run(tmp_path, data, "--json", *extra)
     assert proc.returncode == 0, proc.stderr
     result: dict[str, Any] = json.loads(proc.stdout)["memora"]
     return result
@@ -52,8 +52,15 @@ def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-def test_shipped_set_stores_no_sensitive_item(tmp_path: Path) -> None:
+def test_the_default_judgement_is_trained_and_keeps_no_secret(tmp_path: Path) -> None:
     result = _json(tmp_path, SHIPPED)
+    assert result["judgement"] == "trained"
+    assert result["sensitive_stored"] == 0
+    assert result["precision"] >= 0.95 and result["recall"] >= 0.95
+
+
+def test_shipped_set_stores_no_sensitive_item(tmp_path: Path) -> None:
+    result = _json(tmp_path, SHIPPED, "--judgement", "rules")
     assert {"precision", "recall", "sensitive_stored", "by_reason", "items"} <= result.keys()
     lines = [line for line in SHIPPED.read_text(encoding="utf-8").splitlines() if line.strip()]
     assert result["items"] == len(lines) >= 300
@@ -114,7 +121,7 @@ def test_tiny_file_gives_known_counts(tmp_path: Path) -> None:
             "reason": "ephemeral",
         },
     ]
-    result = _json(tmp_path, _write(tmp_path / "tiny.jsonl", rows))
+    result = _json(tmp_path, _write(tmp_path / "tiny.jsonl", rows), "--judgement", "rules")
     assert result["items"] == 5
     assert result["confusion"] == {"tp": 1, "fp": 1, "fn": 1, "tn": 2}
     assert result["precision"] == 0.5
@@ -135,7 +142,7 @@ def test_sensitive_stored_is_counted(tmp_path: Path) -> None:
         "should_store": False,
         "reason": "sensitive_data",
     }
-    result = _json(tmp_path, _write(tmp_path / "mislabelled.jsonl", [row]))
+    result = _json(tmp_path, _write(tmp_path / "mislabelled.jsonl", [row]), "--judgement", "rules")
     assert result["sensitive_stored"] == 1
     assert result["precision"] == 0.0
     assert result["recall"] is None
