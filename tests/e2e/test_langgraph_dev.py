@@ -408,7 +408,9 @@ def test_users_erase_removes_the_users_threads_on_the_server(
     assert "1 threads" in erased.stdout, erased.stdout
     left = client.threads.search(limit=100)
     assert thread_id not in [t["thread_id"] for t in left]
-    assert [t["thread_id"] for t in left if _owner_of(t) == "alice"] == alices
+    # Every thread of alice's is still there (a run the runtime resumed from an earlier server
+    # may add one of hers meanwhile).
+    assert set(alices) <= {t["thread_id"] for t in left if _owner_of(t) == "alice"}
     assert memora.list(user) == []
 
 
