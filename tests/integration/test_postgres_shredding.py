@@ -22,7 +22,7 @@ from memora.storage.rows import COLUMNS, ColumnTypes, row_values, table_statemen
 from memora.storage.sealing import new_key
 from tests.conftest import Backend, Services, postgres_backend
 from tests.integration.test_cli import ok, run
-from tests.integration.test_forgetting import files_containing
+from tests.integration.test_forgetting import _bulk, files_containing
 
 FORGOTTEN = "My ex-husband Chen Weiqiang lives in Taichung"
 ERASED = "My sister Lin Yuting works as a nurse in Tainan"
@@ -49,20 +49,6 @@ def _held(services: Services, database_url: str, needles: list[bytes]) -> list[s
     base = _database_files(services, database_url)
     shared = base.parent.parent / "global"
     return files_containing(base, needles) + files_containing(shared, needles)
-
-
-def _bulk(memora: Memora, user_id: str, count: int) -> None:
-    memora.ingest(
-        [
-            MemoryUnit(
-                id=f"{user_id}-{n:05d}",
-                user_id=user_id,
-                content=f"Filler fact {n} about {user_id}",
-                source=MemorySource(actor="test"),
-            )
-            for n in range(count)
-        ]
-    )
 
 
 def _backend(request: pytest.FixtureRequest) -> tuple[Services, Backend, str]:
