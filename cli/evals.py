@@ -77,7 +77,7 @@ PeersOption = Annotated[
 ]
 
 
-def _run_systems(
+def run_systems(
     run: Callable[[Any, Path, Callable[[int, int], None] | None], dict[str, Any]],
     data: Path,
     data_dir: Path | None,
@@ -136,7 +136,7 @@ def eval_locomo(
     peers: PeersOption = False,
 ) -> None:
     """LoCoMo retrieval: recall@k by category, search latency, ingest rate."""
-    results = _run_systems(run_locomo, data, data_dir, peers, "questions", as_json)
+    results = run_systems(run_locomo, data, data_dir, peers, "questions", as_json)
     if as_json:
         print_json(results)
         return
@@ -198,7 +198,7 @@ def eval_update(
     peers: PeersOption = False,
 ) -> None:
     """Letta fact updates: update_win, answer@1, stale@5, collateral."""
-    results = _run_systems(run_update, data, data_dir, peers, "rows", as_json, actor="eval-update")
+    results = run_systems(run_update, data, data_dir, peers, "rows", as_json, actor="eval-update")
     if as_json:
         print_json(results)
         return
