@@ -1,10 +1,10 @@
 """`langgraph dev` with ``langgraph.postgres.json``: threads, checkpoints and memories in Postgres.
 
 The server takes its checkpointer from the config's ``checkpointer.path``
-(``graph/server_checkpointer.py``, LangGraph's AsyncPostgresSaver) and its
-memories from MEMORA_DATABASE_URL and MEMORA_CHROMA_URL; this process is a
-second node on the same servers and checks what the server stored, paused on
-and deleted.
+(``graph/server_checkpointer.py``, LangGraph's AsyncPostgresSaver with every value
+sealed under its thread's key) and its memories from MEMORA_DATABASE_URL and
+MEMORA_CHROMA_URL; this process is a second node on the same servers and checks
+what the server stored, paused on and deleted, down to the database's files.
 """
 
 from __future__ import annotations
@@ -149,7 +149,8 @@ def test_an_approved_forget_leaves_no_word_of_it_in_any_thread_or_file_of_postgr
         assert len(keys) == 2, "each of alice's threads should be sealed under a key of its own"
         assert held_in_files(services, database_url, keys) != []  # the control: the scan sees
 
-        alice.runs.wait(forgetting, ASSISTANT, command={"resume": "yes"})
+        done = alice.runs.wait(forgetting, ASSISTANT, command={"resume": "yes"})
+        assert isinstance(done, dict) and "from 1 other conversation(s)" in done["reply"], done
 
         assert _words_in(alice, said) == []
         assert _words_in(alice, forgetting) == []
