@@ -22,6 +22,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 from agent.forgotten import REMOVED
 from memora.api import Memora
 from tests.conftest import postgres_backend, tables_containing
+from tests.e2e.inspector_seed import CELLO
 from tests.e2e.langgraph_server import Server, langgraph_dev
 from tests.e2e.test_langgraph_dev import (
     ASSISTANT,
@@ -88,12 +89,14 @@ SECRET = "test-secret-for-the-memora-postgres-threads-0123456789"
 WORDS = ("code examples", "concise answers")
 
 
-def _signed_client(server: Server, user: str) -> SyncLangGraphClient:
+def _signed(user: str) -> dict[str, str]:
     token = jwt.encode({"sub": user, "exp": int(time.time()) + 3600}, SECRET, algorithm="HS256")
+    return {"Authorization": f"Bearer {token}"}
+
+
+def _signed_client(server: Server, user: str) -> SyncLangGraphClient:
     return get_sync_client(
-        url=server.url,
-        timeout=httpx.Timeout(60.0, connect=10.0),
-        headers={"Authorization": f"Bearer {token}"},
+        url=server.url, timeout=httpx.Timeout(60.0, connect=10.0), headers=_signed(user)
     )
 
 
@@ -161,3 +164,36 @@ def test_an_approved_forget_leaves_no_word_of_it_in_any_thread_or_file_of_postgr
         held = held_in_files(services, database_url, [w.encode() for w in WORDS] + keys)
         assert held == [], f"files of the database still hold the words or a retired key: {held}"
         _said(alice, "Thanks, that is all.", forgetting)  # the thread goes on
+
+
+def test_the_servers_inspector_forgets_and_erases_through_the_sealed_checkpointer(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A deletion in the server's inspector (outside any run) blanks alice's threads on
+    Postgres too, and deleting a thread through the server destroys its key."""
+    services, backend, database_url = postgres_services(request)
+    base = tmp_path_factory.mktemp("langgraph_dev_postgres_inspector")
+    env = {**backend.env(), "MEMORA_AUTH_SECRET": SECRET}
+    with langgraph_dev(base, env, config="langgraph.postgres.json") as server:
+        alice = _signed_client(server, "alice")
+        told = _said(alice, CELLO)
+        asked = _said(alice, "What instrument do I play? Search your memory for cello.")
+        headers = _signed("alice")
+        api = f"{server.url}/ui/api"
+        memories = httpx.get(f"{api}/memories", headers=headers, timeout=60).json()["memories"]
+        [memory] = [m for m in memories if "cello" in m["content"]]
+        keys = _thread_keys(database_url, [told, asked])
+        assert len(keys) == 2
+
+        deleted = httpx.delete(f"{api}/memories/{memory['id']}", headers=headers, timeout=60)
+        assert deleted.status_code == 200, deleted.text
+        assert deleted.json()["threads"] == 2
+        for thread_id in (told, asked):
+            history = alice.threads.get_history(thread_id, limit=100)
+            assert "cello" not in json.dumps([c["values"] for c in history]).lower()
+        assert held_in_files(services, database_url, [b"cello", *keys]) == []
+
+        [kept] = _thread_keys(database_url, [told])
+        alice.threads.delete(told)
+        assert _thread_keys(database_url, [told]) == []
+        assert held_in_files(services, database_url, [kept]) == []
