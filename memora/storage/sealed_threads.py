@@ -159,6 +159,7 @@ class ThreadKeys:
         """
         with self._lock:
             retired: list[bytes] = []
+            made: dict[bytes, bytes] = {}
             with self._conn.transaction():
                 for thread_id in thread_ids:
                     row = self._conn.execute(
@@ -175,9 +176,11 @@ class ThreadKeys:
                     )
                     _reseal_thread(self._conn, thread_id, old, new)
                     retired.append(old[0])
+                    made[new[0]] = new[1]
                 rotated_by = self._transaction_id()
             for key_id in retired:
                 self._by_id.pop(key_id, None)
+            self._by_id.update(made)  # the next read of these threads needs no query
             return self._rewrite(rotated_by if retired else None)
 
     def _transaction_id(self) -> int:
