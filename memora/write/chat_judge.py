@@ -35,3 +35,9 @@ def write_judge(settings: Settings) -> BaseChatModel | None:
     if settings.write_judge == "chat_model" and uses_openai():
         return openai_chat_model(settings)
     return None
+
+
+def describe_chat_model(settings: Settings) -> str:
+    """Which model judges and where it is served, for a person to read."""
+    where = os.environ.get("OPENAI_BASE_URL") or "api.openai.com"
+    return f"{settings.chat_model} via {where}"
