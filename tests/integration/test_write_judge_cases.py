@@ -18,6 +18,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,15 @@ def items(name: str) -> list[SelectionItem]:
     return load_selection(DATA / name)
 
 
+@cache
+def offline_figures(name: str) -> dict[str, Any]:
+    """The eval's figures for the offline gate alone (the default judgement, no model)."""
+    result = score_selection(items(name), write_judge="rules")
+    assert result["write_judge"] == "rules" and result["judgement"] == get_settings().judgement
+    return result
+
+
+@cache
 def offline_decisions(name: str) -> dict[Key, str]:
     """Each item's outcome at the offline gate alone (default judgement): stored or a reason."""
     judge = trained_judgement(get_settings().judgement)
@@ -135,7 +145,7 @@ def figures(result: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", DEV_SETS)
 def test_a_model_saying_store_to_everything_lifts_no_hard_refusal(model: Model, name: str) -> None:
-    offline = score_selection(items(name), write_judge="rules")
+    offline = offline_figures(name)
     decided = offline_decisions(name)
     model.answer = lambda key: verdict(True)
     judged = score_selection(items(name), write_judge="chat_model")
@@ -164,7 +174,7 @@ def test_a_model_saying_store_to_everything_lifts_no_hard_refusal(model: Model, 
 @pytest.mark.parametrize("name", DEV_SETS)
 def test_a_model_answering_the_labels_has_them_applied(model: Model, name: str) -> None:
     labels = {(item.user_message, item.candidate): item for item in items(name)}
-    offline = score_selection(items(name), write_judge="rules")
+    offline = offline_figures(name)
 
     def answer(key: Key) -> Response:
         item = labels[key]
@@ -195,7 +205,7 @@ def test_a_model_answering_the_labels_has_them_applied(model: Model, name: str) 
 def test_a_failing_model_leaves_the_offline_figures(
     model: Model, failure: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    offline = score_selection(items("selection.jsonl"))  # the default judgement, no model
+    offline = offline_figures("selection.jsonl")
     if failure == "malformed":
         model.answer = lambda key: text('{"store": fals')
     else:
