@@ -30,7 +30,8 @@ class WriteJudge:
     """The chat model and where it is served (``""`` for ``rules``)."""
 
     def figures(self) -> dict[str, Any]:
-        """The judge's part of an eval's result: its name and, for a model, what it did."""
+        """The judge's part of an eval's result: its name and, for a model, what it did (since
+        the judge was made: one judge per run)."""
         if self.classifier is None:
             return {"write_judge": self.name}
         return {

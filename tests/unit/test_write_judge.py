@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
+from memora.config import load_settings
 from memora.models import MemoryCandidate, RejectionReason
+from memora.write.chat_judge import describe_chat_model
 from memora.write.classifier import LLMMemoryClassifier
 from memora.write.policy import apply_memory_policy
 from tests.scripted import ScriptedStructuredModel
@@ -137,3 +139,13 @@ def test_the_classifier_counts_what_it_asked_and_what_fell_back() -> None:
         apply_memory_policy([PREFERENCE, HARD_INJECTION, SUBTLE], classifier)
     assert (answered.asked, answered.fallbacks) == (2, 0)
     assert (failed.asked, failed.fallbacks) == (2, 2)
+
+
+def test_the_judging_model_is_described_without_credentials(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = load_settings(chat_model="scripted-model")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://user:s3cret@127.0.0.1:8000/v1")
+    assert describe_chat_model(settings) == "scripted-model via http://127.0.0.1:8000/v1"
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert describe_chat_model(settings) == "scripted-model via https://api.openai.com"
