@@ -20,7 +20,14 @@ from typing import Any
 from memora.models import utcnow
 from memora.redaction import redact
 from memora.storage.db import Database, SqlDatabase
-from memora.storage.user_keys import key_join, open_field, seal_field, seal_plain_rows, user_key
+from memora.storage.user_keys import (
+    drop_user_key,
+    key_join,
+    open_field,
+    seal_field,
+    seal_plain_rows,
+    user_key,
+)
 from memora.text.naming import distinctive_terms, names_any
 
 _SCHEMA = """
@@ -195,6 +202,8 @@ class AuditLog:
     def erase(self, user_id: str) -> int:
         """Delete every entry of the user; returns how many there were."""
         with self.db.transaction() as conn:
+            if self.sealed:
+                drop_user_key(conn, user_id)
             return int(conn.execute("DELETE FROM audit WHERE user_id = ?", (user_id,)).rowcount)
 
     def entries(

@@ -23,7 +23,14 @@ from typing import Any
 from memora.limits import MAX_REASON_CHARS
 from memora.models import utcnow
 from memora.storage.db import SqlDatabase
-from memora.storage.user_keys import key_join, open_field, seal_field, seal_plain_rows, user_key
+from memora.storage.user_keys import (
+    drop_user_key,
+    key_join,
+    open_field,
+    seal_field,
+    seal_plain_rows,
+    user_key,
+)
 from memora.validation import check_text
 
 SCHEMA_VERSION = 2
@@ -142,6 +149,8 @@ class ForgetRequests:
     def erase(self, user_id: str) -> int:
         """Drop every request of the user; returns how many there were."""
         with self.db.transaction() as conn:
+            if self.sealed:
+                drop_user_key(conn, user_id)
             cursor = conn.execute("DELETE FROM forget_requests WHERE user_id = ?", (user_id,))
             return int(cursor.rowcount)
 

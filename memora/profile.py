@@ -11,6 +11,7 @@ from __future__ import annotations
 from memora.models import utcnow
 from memora.storage.db import SqlDatabase
 from memora.storage.user_keys import (
+    drop_user_key,
     key_join,
     open_field,
     rotate_user_key,
@@ -92,6 +93,7 @@ class UserProfileStore:
         with self.db.transaction() as conn:
             stored = value
             if self.sealed:
+                user_key(conn, user_id, exclusive=True)
                 replaced = conn.execute(
                     "DELETE FROM profile WHERE user_id = ? AND key = ?", (user_id, key)
                 ).rowcount
@@ -111,6 +113,8 @@ class UserProfileStore:
         key partition is rewritten: ``Memora.unset_profile`` runs the scrub).
         """
         with self.db.transaction() as conn:
+            if self.sealed:
+                user_key(conn, user_id, exclusive=True)
             cursor = conn.execute(
                 "DELETE FROM profile WHERE user_id = ? AND key = ?", (user_id, key.strip())
             )
@@ -121,6 +125,8 @@ class UserProfileStore:
     def erase(self, user_id: str) -> int:
         """Remove every field of the user's profile; returns how many there were."""
         with self.db.transaction() as conn:
+            if self.sealed:
+                drop_user_key(conn, user_id)
             return int(conn.execute("DELETE FROM profile WHERE user_id = ?", (user_id,)).rowcount)
 
     def scrub(self) -> bool:
@@ -130,4 +136,3 @@ class UserProfileStore:
 
 def _key_of(value: object) -> bytes | None:
     return bytes(value) if isinstance(value, bytes | bytearray | memoryview) else None
-

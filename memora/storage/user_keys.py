@@ -94,12 +94,14 @@ def mark_rewrite(conn: Any, user_id: str) -> None:
     conn.execute(f"INSERT INTO pending_rewrites (relation) {key_partition_sql()}", (user_id,))
 
 
-def user_key(conn: Any, user_id: str) -> bytes:
+def user_key(conn: Any, user_id: str, *, exclusive: bool = False) -> bytes:
     """The user's key, made on first use, locked against a rotation until the caller's
     transaction ends (``conn`` takes ``?`` placeholders and is in a transaction).
 
     A writer that seals under it holds the row shared, so a rotation (which takes it
     exclusively) waits for the writer's row to be committed and then reseals it too.
+    A writer that may rotate takes it ``exclusive`` before touching its rows: every
+    transaction locks the key before the rows it seals, so none waits crosswise.
     """
     conn.execute(
         "INSERT INTO vector_keys (id, user_id, key) VALUES (?, ?, ?)"
@@ -107,10 +109,21 @@ def user_key(conn: Any, user_id: str) -> bytes:
         (USER_KEY_ID, user_id, new_key()),
     )
     rows = conn.execute(
-        "SELECT key FROM vector_keys WHERE user_id = ? AND id = ? FOR SHARE",
+        "SELECT key FROM vector_keys WHERE user_id = ? AND id = ?"
+        f" FOR {'UPDATE' if exclusive else 'SHARE'}",
         (user_id, USER_KEY_ID),
     ).fetchall()
     return bytes(rows[0]["key"])
+
+
+def drop_user_key(conn: Any, user_id: str) -> None:
+    """Delete the user's key, if any (erasing a user; the row store's erase already did
+    unless something sealed meanwhile), and record the partition for its rewrite."""
+    deleted = conn.execute(
+        "DELETE FROM vector_keys WHERE user_id = ? AND id = ?", (user_id, USER_KEY_ID)
+    ).rowcount
+    if deleted:
+        mark_rewrite(conn, user_id)
 
 
 def key_join(table: str) -> str:

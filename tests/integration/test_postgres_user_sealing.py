@@ -9,6 +9,7 @@ gives the user a new key and an erase destroys it. The scan is
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import psycopg
@@ -108,3 +109,46 @@ def test_metadata_is_sealed_and_still_found_by_its_field(
     assert found.id == memory_id and found.metadata == METADATA
     assert memora.store.list("carol", metadata=("origin", "elsewhere")) == []
     memora.close()
+
+
+def test_a_database_of_the_schema_before_is_sealed_when_it_opens(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A database as the version before kept it (rows schema 2: metadata plain, no user
+    keys, no record of pending rewrites; profile, audit and requests of schema 1, plain)
+    opens, reads as before, and no file keeps the plain values afterwards."""
+    services, backend, url = _backend(request)
+    memora = Memora(backend.settings(tmp_path / "data"))
+    memory_id = _write_everything(memora)
+    memora.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE memories SET metadata = %s WHERE id = %s", (json.dumps(METADATA), memory_id)
+        )
+        conn.execute(
+            "UPDATE profile SET value = CASE key WHEN 'pet' THEN %s ELSE 'Taichung' END",
+            (PROFILE[1],),
+        )
+        conn.execute("UPDATE audit SET query = %s WHERE query IS NOT NULL", (QUERY,))
+        conn.execute("UPDATE audit SET reason = 'plain' WHERE reason IS NOT NULL")
+        conn.execute("UPDATE forget_requests SET reason = %s", (REASON,))
+        conn.execute("DELETE FROM vector_keys WHERE id = %s", (USER_KEY_ID,))
+        conn.execute("DROP TABLE pending_rewrites")
+        conn.execute("UPDATE schema_version SET version = 2 WHERE component = 'rows'")
+        conn.execute(
+            "UPDATE schema_version SET version = 1"
+            " WHERE component IN ('profile', 'audit', 'forget_requests')"
+        )
+    assert _held(services, url, NEEDLES) != []  # the control: plain values in the files
+
+    reopened = Memora(backend.settings(tmp_path / "data"))
+    unit = reopened.get("alice", memory_id)
+    assert unit is not None and unit.metadata == METADATA
+    assert reopened.get_profile("alice") == {PROFILE[0]: PROFILE[1], "city": "Taichung"}
+    assert QUERY in [entry.query for entry in reopened.audit.entries("alice")]
+    assert [r.reason for r in reopened.pending_forgets("alice")] == [REASON]
+    assert _held(services, url, [b"Dongshan", b"Quokka", b"Mochi", b"Weiqiang"]) == []
+    with psycopg.connect(url) as conn:
+        versions = dict(conn.execute("SELECT component, version FROM schema_version").fetchall())
+    assert versions["rows"] == 3 and versions["profile"] == versions["audit"] == 2
+    reopened.close()
