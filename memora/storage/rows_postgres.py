@@ -142,15 +142,16 @@ _SEALED_FIELDS: list[str | Callable[[psycopg.Connection[Any]], None]] = [
     # Key partitions whose deleted keys wait for their rewrite (a process killed between
     # a forget's commit and its rewrite leaves the record; the next open finishes it).
     PENDING_SCHEMA,
-    *(
-        f"INSERT INTO pending_rewrites (relation) VALUES ('{KEY_TABLE}_{n}')"
-        for n in range(KEY_PARTITIONS)
-    ),
     "ALTER TABLE memories ALTER COLUMN metadata SET STATISTICS 0",
     _seal_plain_metadata,
 ]
-"""Schema 3: metadata sealed like the text; key rewrites recorded until done. Every
-partition is rewritten once, as no process recorded which held keys deleted before."""
+"""Schema 3: metadata sealed like the text; key rewrites recorded until done."""
+_EVERY_PART = [
+    f"INSERT INTO pending_rewrites (relation) VALUES ('{KEY_TABLE}_{n}')"
+    for n in range(KEY_PARTITIONS)
+]
+"""From schema 2, every partition is rewritten once: no process recorded which ones held
+keys deleted before (a node killed before its rewrite)."""
 
 
 class PostgresRowStore(SqlRowStore):
@@ -167,8 +168,11 @@ class PostgresRowStore(SqlRowStore):
 
     def __init__(self, db: PostgresDatabase) -> None:
         super().__init__(db)
-        schema = [*_SCHEMA, *_SEALED_TEXT] if self._version() < 2 else []
-        if db.ensure_schema("rows", SCHEMA_VERSION, [*schema, *_SEALED_FIELDS]):
+        older = self._version()
+        schema = [*_SCHEMA, *_SEALED_TEXT, *_SEALED_FIELDS]
+        if older == 2:
+            schema = [*_SEALED_FIELDS, *_EVERY_PART]
+        if db.ensure_schema("rows", SCHEMA_VERSION, schema):
             # The sealing left the plain texts and metadata in dead tuples of the new file.
             db.rewrite("memories")
         # A process killed between a deletion's commit and its rewrite left the record.

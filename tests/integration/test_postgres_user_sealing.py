@@ -25,6 +25,7 @@ QUERY = "Which city is Weiqiang in now?"
 REASON = "Quokka paperwork is settled"
 PROFILE = ("pet", "Mochi the shiba")
 NEEDLES = [b"Weiqiang", b"Dongshan", b"Quokka", b"Mochi"]
+GHOST_KEY = bytes.fromhex("6a1f" * 16)
 
 
 def _user_key(url: str, user_id: str) -> bytes:
@@ -133,6 +134,9 @@ def test_a_database_of_the_schema_before_is_sealed_when_it_opens(
         conn.execute("UPDATE audit SET reason = 'plain' WHERE reason IS NOT NULL")
         conn.execute("UPDATE forget_requests SET reason = %s", (REASON,))
         conn.execute("DELETE FROM vector_keys WHERE id = %s", (USER_KEY_ID,))
+        # A key a node of that version deleted and died before rewriting: nothing recorded it.
+        conn.execute("INSERT INTO vector_keys VALUES ('ghost', 'alice', %s)", (GHOST_KEY,))
+        conn.execute("DELETE FROM vector_keys WHERE id = 'ghost'")
         conn.execute("DROP TABLE pending_rewrites")
         conn.execute("UPDATE schema_version SET version = 2 WHERE component = 'rows'")
         conn.execute(
@@ -140,6 +144,7 @@ def test_a_database_of_the_schema_before_is_sealed_when_it_opens(
             " WHERE component IN ('profile', 'audit', 'forget_requests')"
         )
     assert _held(services, url, NEEDLES) != []  # the control: plain values in the files
+    assert _held(services, url, [GHOST_KEY]) != []
 
     reopened = Memora(backend.settings(tmp_path / "data"))
     unit = reopened.get("alice", memory_id)
@@ -147,7 +152,7 @@ def test_a_database_of_the_schema_before_is_sealed_when_it_opens(
     assert reopened.get_profile("alice") == {PROFILE[0]: PROFILE[1], "city": "Taichung"}
     assert QUERY in [entry.query for entry in reopened.audit.entries("alice")]
     assert [r.reason for r in reopened.pending_forgets("alice")] == [REASON]
-    assert _held(services, url, [b"Dongshan", b"Quokka", b"Mochi", b"Weiqiang"]) == []
+    assert _held(services, url, [*NEEDLES, GHOST_KEY]) == []
     with psycopg.connect(url) as conn:
         versions = dict(conn.execute("SELECT component, version FROM schema_version").fetchall())
     assert versions["rows"] == 3 and versions["profile"] == versions["audit"] == 2
