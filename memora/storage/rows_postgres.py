@@ -15,9 +15,12 @@ how writers on several machines are kept in step:
 - memory text is sealed (crypto-shredding). Postgres never zeroes a deleted row's
   bytes: VACUUM compacts a page and leaves the freed bytes in the file. So
   ``memories.content`` holds the text sealed under the memory's own key
-  (``memora.storage.sealing.seal_text``), the same key that seals its vector, and
-  every key lives in ``vector_keys`` alone. After a forget or an erase
-  :meth:`scrub` rewrites the part of that table that held the keys with
+  (``memora.storage.sealing.seal_text``), the same key that seals its vector,
+  ``memories.metadata`` too (``memora.storage.user_keys.seal_field``), and every
+  key lives in ``vector_keys`` alone. A deletion records the user's part of that
+  table in ``pending_rewrites`` in its own transaction; after a forget or an erase
+  (or at the next open, if the process died first) :meth:`scrub` rewrites the part
+  that held the keys with
   ``VACUUM FULL`` (a new file; the old one is truncated and unlinked), so no table
   or index file keeps a deleted key, and what the other files keep of the text is
   ciphertext without a key. A rewrite costs time in proportion to the table (about
