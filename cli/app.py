@@ -14,7 +14,9 @@ from cli.console import errors
 from cli.demo import demo
 from cli.eval_embedding import eval_embedding  # noqa: F401  (registers the command)
 from cli.eval_memory import eval_memory
+from cli.eval_recall import eval_recall  # noqa: F401  (registers the command)
 from cli.eval_secrets import eval_secrets  # noqa: F401  (registers the command)
+from cli.eval_selection import eval_selection  # noqa: F401  (registers the command)
 from cli.evals import eval_app
 from cli.library import close_opened
 from cli.mcp import mcp

@@ -77,7 +77,7 @@ PeersOption = Annotated[
 ]
 
 
-def _run_systems(
+def run_systems(
     run: Callable[[Any, Path, Callable[[int, int], None] | None], dict[str, Any]],
     data: Path,
     data_dir: Path | None,
@@ -136,7 +136,7 @@ def eval_locomo(
     peers: PeersOption = False,
 ) -> None:
     """LoCoMo retrieval: recall@k by category, search latency, ingest rate."""
-    results = _run_systems(run_locomo, data, data_dir, peers, "questions", as_json)
+    results = run_systems(run_locomo, data, data_dir, peers, "questions", as_json)
     if as_json:
         print_json(results)
         return
@@ -198,7 +198,7 @@ def eval_update(
     peers: PeersOption = False,
 ) -> None:
     """Letta fact updates: update_win, answer@1, stale@5, collateral."""
-    results = _run_systems(run_update, data, data_dir, peers, "rows", as_json, actor="eval-update")
+    results = run_systems(run_update, data, data_dir, peers, "rows", as_json, actor="eval-update")
     if as_json:
         print_json(results)
         return
@@ -432,45 +432,14 @@ def eval_agent(
 JudgementOption = Annotated[
     str | None, typer.Option(help="trained or rules (default: MEMORA_JUDGEMENT).")
 ]
-
-
-@eval_app.command("selection")
-def eval_selection(
-    data: DataOption, as_json: JsonOption = False, judgement: JudgementOption = None
-) -> None:
-    """Policy gate selection: precision/recall of storing, confusion by reason."""
-    from evals.selection import NONE_REASON, REASONS, STORED, run_selection
-
-    with progress_bar("candidates", as_json) as progress:
-        result = run_selection(data, progress, judgement)
-    if as_json:
-        print_json({"memora": result})
-        return
-
-    def ratio(value: float | None) -> str:
-        return "n/a" if value is None else f"{value:.3f}"
-
-    summary = Table("figure", "value", title=f"Memory selection, {data.name}")
-    summary.add_row("items", str(result["items"]))
-    summary.add_row("judgement", result["judgement"])
-    summary.add_row("precision (stored)", ratio(result["precision"]))
-    summary.add_row("recall (stored)", ratio(result["recall"]))
-    style = "green" if result["sensitive_stored"] == 0 else "bold red"
-    summary.add_row("sensitive stored", f"[{style}]{result['sensitive_stored']}[/]")
-    console.print(summary)
-    short = {"sensitive_data": "sensitive", "instruction_like": "instruction"}
-    short |= {"user_refused": "refused", "assistant_generated": "assistant"}
-    confusion = Table(
-        "true reason \\ predicted",
-        "n",
-        STORED,
-        *[short.get(reason, reason) for reason in REASONS],
-        title="Predicted outcome by true reason",
-    )
-    for reason, row in result["by_reason"].items():
-        label = "(should store)" if reason == NONE_REASON else reason
-        confusion.add_row(label, str(row["total"]), *[str(row[key]) for key in (STORED, *REASONS)])
-    console.print(confusion)
+WriteJudgeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--write-judge",
+        help="rules, or chat_model: the configured chat model (MEMORA_CHAT_MODEL) also judges "
+        "what the hard rules accept (default: MEMORA_WRITE_JUDGE).",
+    ),
+]
 
 
 @eval_app.command("scale")

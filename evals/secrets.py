@@ -8,6 +8,8 @@ Each text is offered to the gate as a candidate the user said (refused means
 rejected as sensitive data) and redacted as a transcript would be (cut means
 no secret value is left in the redacted text). Texts without secrets measure
 the cost: clear texts refused as sensitive, and clear texts that redaction changed.
+With the ``chat_model`` write judge (:mod:`evals.write_judge`) the chat model judges each
+text the hard rules accept, as on the write path; redaction stays the offline one.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from evals.write_judge import WriteJudge, resolve_write_judge
 from memora.config import get_settings
 from memora.judgement import trained_judgement
 from memora.models import MemoryCandidate, RejectionReason
@@ -41,13 +44,15 @@ def score_secrets(
     items: list[tuple[str, list[str]]],
     progress: Callable[[int, int], None] | None = None,
     judgement: str | None = None,
+    write_judge: str | WriteJudge | None = None,
 ) -> dict[str, Any]:
     """Gate and redaction figures over ``items`` (see the module doc)."""
     judge = trained_judgement(judgement or get_settings().judgement)
+    writer = resolve_write_judge(write_judge)
     stored = unredacted = secret_texts = clear_refused = clear_changed = clear_texts = 0
     for done, (text, spans) in enumerate(items, start=1):
         candidate = MemoryCandidate(content=text, user_message=text)
-        _, rejected = apply_memory_policy([candidate], judge=judge)
+        _, rejected = apply_memory_policy([candidate], writer.classifier, judge=judge)
         refused = bool(rejected) and rejected[0].reason is RejectionReason.SENSITIVE_DATA
         cleaned = redact(text, judge=judge).text
         if spans:
@@ -63,6 +68,7 @@ def score_secrets(
     return {
         "items": len(items),
         "judgement": "trained" if judge is not None else "rules",
+        **writer.figures(),
         "secret_texts": secret_texts,
         "secrets_stored": stored,
         "secrets_left_unredacted": unredacted,
@@ -73,7 +79,10 @@ def score_secrets(
 
 
 def run_secrets(
-    path: Path, progress: Callable[[int, int], None] | None = None, judgement: str | None = None
+    path: Path,
+    progress: Callable[[int, int], None] | None = None,
+    judgement: str | None = None,
+    write_judge: str | WriteJudge | None = None,
 ) -> dict[str, Any]:
     """Load ``path`` and score it (see :func:`score_secrets`)."""
-    return score_secrets(load_secrets(path), progress, judgement)
+    return score_secrets(load_secrets(path), progress, judgement, write_judge)

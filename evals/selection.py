@@ -7,7 +7,8 @@ The data is JSON Lines, one labelled candidate a line::
 ``reason`` is ``null`` when ``should_store`` is true, and otherwise one of the gate's
 rejection reasons (:class:`memora.models.RejectionReason`). Every candidate is built as
 ``MemoryCandidate(content=candidate, user_message=user_message)`` and passed through
-:func:`memora.write.policy.apply_memory_policy`. The positive class is "stored".
+:func:`memora.write.policy.apply_memory_policy`, with the chat model as its classifier when
+the write judge is ``chat_model`` (:mod:`evals.write_judge`). The positive class is "stored".
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.common import json_object_line
+from evals.write_judge import WriteJudge, resolve_write_judge
 from memora.config import get_settings
 from memora.errors import InvalidInput
 from memora.judgement import trained_judgement
@@ -103,6 +105,7 @@ def score_selection(
     items: list[SelectionItem],
     progress: Callable[[int, int], None] | None = None,
     judgement: str | None = None,
+    write_judge: str | WriteJudge | None = None,
 ) -> dict[str, Any]:
     """Run the policy gate over ``items`` and score it.
 
@@ -110,9 +113,11 @@ def score_selection(
         items: Labelled candidates.
         progress: Optional ``(done, total)`` callback.
         judgement: "trained" or "rules" (default: the settings' ``judgement``).
+        write_judge: "rules" or "chat_model" (default: the settings' ``write_judge``).
 
     Returns:
-        ``items``, ``precision`` and ``recall`` of storing (``None`` when undefined),
+        ``items``, ``judgement``, the write judge's figures (:meth:`WriteJudge.figures`),
+        ``precision`` and ``recall`` of storing (``None`` when undefined),
         ``sensitive_stored`` (sensitive items the gate let through), ``confusion``
         (tp/fp/fn/tn) and ``by_reason``: for each true reason (``"none"`` for items
         that should be stored) the count of items stored and rejected with each
@@ -123,9 +128,10 @@ def score_selection(
     }
     tp = fp = fn = tn = 0
     judge = trained_judgement(judgement or get_settings().judgement)
+    writer = resolve_write_judge(write_judge)
     for done, item in enumerate(items, start=1):
         candidate = MemoryCandidate(content=item.candidate, user_message=item.user_message)
-        accepted, rejected = apply_memory_policy([candidate], judge=judge)
+        accepted, rejected = apply_memory_policy([candidate], writer.classifier, judge=judge)
         predicted = STORED if accepted else rejected[0].reason.value
         row = by_reason[item.reason or NONE_REASON]
         row["total"] += 1
@@ -144,6 +150,7 @@ def score_selection(
     return {
         "items": len(items),
         "judgement": "trained" if judge is not None else "rules",
+        **writer.figures(),
         "precision": _ratio(tp, tp + fp),
         "recall": _ratio(tp, tp + fn),
         "sensitive_stored": by_reason[RejectionReason.SENSITIVE_DATA.value][STORED],
@@ -153,7 +160,10 @@ def score_selection(
 
 
 def run_selection(
-    path: Path, progress: Callable[[int, int], None] | None = None, judgement: str | None = None
+    path: Path,
+    progress: Callable[[int, int], None] | None = None,
+    judgement: str | None = None,
+    write_judge: str | WriteJudge | None = None,
 ) -> dict[str, Any]:
     """Load ``path`` and score the policy gate on it (see :func:`score_selection`)."""
-    return score_selection(load_selection(path), progress, judgement)
+    return score_selection(load_selection(path), progress, judgement, write_judge)

@@ -8,12 +8,19 @@ thread paused on an approval keeps its pending writes and resumes as before).
 Where the checkpointer seals threads (Postgres, ``memora.storage.sealed_threads``), a
 blanked thread's older checkpoints stay in the tables' free space under the thread's
 key, so each blanked thread then gets a new key and the old one is destroyed.
+
+A LangGraph server hands nodes its checkpointer behind an adapter that offers only the
+async API (``alist``, ``aput``, ``aprune``). Nodes run in a worker thread meanwhile, so
+the same work is then done by coroutines on the checkpointer's own event loop, as
+LangGraph's async savers do for their own sync methods.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
 
 from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
@@ -26,6 +33,7 @@ from agent.forgotten import Forgotten, blanked_fields, blanked_turns
 from memora.storage.sealed_threads import SealingSerializer
 
 logger = logging.getLogger("memora.nodes")
+T = TypeVar("T")
 
 
 def _saver() -> BaseCheckpointSaver[Any] | None:
@@ -37,9 +45,9 @@ def _saver() -> BaseCheckpointSaver[Any] | None:
     return saver if isinstance(saver, BaseCheckpointSaver) else None
 
 
-def _newest_per_thread(saver: BaseCheckpointSaver[Any]) -> list[CheckpointTuple]:
+def _newest_per_thread(checkpoints: Iterable[CheckpointTuple]) -> list[CheckpointTuple]:
     newest: dict[str, CheckpointTuple] = {}
-    for checkpoint in saver.list(None):
+    for checkpoint in checkpoints:
         configurable = checkpoint.config["configurable"]
         if configurable.get("checkpoint_ns", ""):
             continue
@@ -59,27 +67,57 @@ def blank_in_other_threads(user_id: str, current_thread: str | None, forgotten: 
     saver = _saver()
     if saver is None:
         return 0
-    try:
-        return blank_in_threads(saver, user_id, forgotten, current_thread)
-    except NotImplementedError:
-        _say_async_only()
-        return 0
+    if _async_only(saver):
+        return _on_saver_loop(
+            saver, lambda: ablank_in_threads(saver, user_id, forgotten, current_thread), 0
+        )
+    return blank_in_threads(saver, user_id, forgotten, current_thread)
 
 
 def blank_outside_a_run(saver: BaseCheckpointSaver[Any], user_id: str, forgotten: Forgotten) -> int:
-    """:func:`blank_in_threads` for a deletion made beside a server (its inspector): an
-    async-only checkpointer leaves the threads as they are, with a warning."""
+    """:func:`blank_in_threads` for a deletion made beside a server (its inspector, from a
+    worker thread): an async-only checkpointer is driven on its own event loop."""
+    if _async_only(saver):
+        return _on_saver_loop(saver, lambda: ablank_in_threads(saver, user_id, forgotten), 0)
+    return blank_in_threads(saver, user_id, forgotten)
+
+
+def _async_only(saver: BaseCheckpointSaver[Any]) -> bool:
+    """Whether the saver offers only the async API (as a server's adapter does: its sync
+    methods are the base class's, which raise NotImplementedError)."""
+    return type(saver).list is BaseCheckpointSaver.list
+
+
+def _on_saver_loop(
+    saver: BaseCheckpointSaver[Any], work: Callable[[], Awaitable[T]], otherwise: T
+) -> T:
+    """Run ``work`` on the event loop of an async-only ``saver`` and wait for it.
+
+    A server's custom checkpointer (behind its async-only adapter) is bound to the loop it
+    was opened on (``saver.loop``, as LangGraph's async savers name it); a node runs in a
+    worker thread meanwhile, so it can wait for that loop. Without such a loop, or on it,
+    the threads stay as they are, with a warning.
+    """
+    loop = getattr(saver, "loop", None)
+    if isinstance(loop, asyncio.AbstractEventLoop) and loop.is_running() and not _on(loop):
+        return asyncio.run_coroutine_threadsafe(_coroutine(work), loop).result()
+    logger.warning(
+        "the checkpointer offers no sync access and no event loop to wait for: the other"
+        " threads, and older checkpoints, were left as they are"
+    )
+    return otherwise
+
+
+def _on(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether this thread runs ``loop`` (waiting for it here would never end)."""
     try:
-        return blank_in_threads(saver, user_id, forgotten)
-    except NotImplementedError:
-        _say_async_only()
-        return 0
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
-def _say_async_only() -> None:
-    # A server may hand nodes an async-only checkpointer (a custom one behind its adapter):
-    # the user's other threads, and older checkpoints, are then out of a sync node's reach.
-    logger.warning("the checkpointer offers no sync access: other threads were left as they are")
+async def _coroutine(work: Callable[[], Awaitable[T]]) -> T:
+    return await work()
 
 
 def blank_in_threads(
@@ -95,21 +133,56 @@ def blank_in_threads(
         How many threads were changed.
     """
     changed: list[str] = []
-    for newest in _newest_per_thread(saver):
-        values = newest.checkpoint.get("channel_values") or {}
-        thread_id = str(newest.config["configurable"]["thread_id"])
-        if thread_id == skip_thread or values.get("owner_user_id") != user_id:
-            continue
-        messages: list[AnyMessage] = list(values.get("messages") or [])
-        blanked = {m.id: m for m in blanked_turns(messages, forgotten)}
-        fields = blanked_fields(values, forgotten)
-        if blanked or fields:
-            fields["messages"] = [blanked.get(m.id, m) for m in messages]
-            _rewrite(saver, newest, fields)
+    for newest in _newest_per_thread(saver.list(None)):
+        fields = _blanked(newest, user_id, forgotten, skip_thread)
+        if fields is not None:
+            thread_id = str(newest.config["configurable"]["thread_id"])
+            saver.put(*_rewritten(saver, newest, fields))
             _keep_latest(saver, thread_id)
             changed.append(thread_id)
     _rotate_keys(saver, changed)
     return len(changed)
+
+
+async def ablank_in_threads(
+    saver: BaseCheckpointSaver[Any],
+    user_id: str,
+    forgotten: Forgotten,
+    skip_thread: str | None = None,
+) -> int:
+    """:func:`blank_in_threads` through the saver's async API (a server's checkpointer).
+
+    Returns:
+        How many threads were changed.
+    """
+    changed: list[str] = []
+    for newest in _newest_per_thread([c async for c in saver.alist(None)]):
+        fields = _blanked(newest, user_id, forgotten, skip_thread)
+        if fields is not None:
+            thread_id = str(newest.config["configurable"]["thread_id"])
+            await saver.aput(*_rewritten(saver, newest, fields))
+            await _akeep_latest(saver, thread_id)
+            changed.append(thread_id)
+    await _arotate_keys(saver, changed)
+    return len(changed)
+
+
+def _blanked(
+    newest: CheckpointTuple, user_id: str, forgotten: Forgotten, skip_thread: str | None
+) -> dict[str, Any] | None:
+    """The channel values to save in a thread of ``user_id`` instead of its newest
+    checkpoint's, or None when the thread is another's, skipped, or has none of it."""
+    values = newest.checkpoint.get("channel_values") or {}
+    thread_id = str(newest.config["configurable"]["thread_id"])
+    if thread_id == skip_thread or values.get("owner_user_id") != user_id:
+        return None
+    messages: list[AnyMessage] = list(values.get("messages") or [])
+    blanked = {m.id: m for m in blanked_turns(messages, forgotten)}
+    fields = blanked_fields(values, forgotten)
+    if not (blanked or fields):
+        return None
+    fields["messages"] = [blanked.get(m.id, m) for m in messages]
+    return fields
 
 
 def keep_only_latest(thread_id: str | None) -> None:
@@ -117,19 +190,39 @@ def keep_only_latest(thread_id: str | None) -> None:
     keeps a history (a server's does), and give a sealed thread a new key: the older
     checkpoints, or their bytes in free space, still hold what was blanked."""
     saver = _saver()
-    if saver is not None and thread_id is not None:
-        _keep_latest(saver, thread_id)
-        _rotate_keys(saver, [thread_id])
+    if saver is None or thread_id is None:
+        return
+    if _async_only(saver):
+        _on_saver_loop(saver, lambda: _akeep_latest_and_rotate(saver, thread_id), None)
+        return
+    _keep_latest(saver, thread_id)
+    _rotate_keys(saver, [thread_id])
+
+
+async def _akeep_latest_and_rotate(saver: BaseCheckpointSaver[Any], thread_id: str) -> None:
+    await _akeep_latest(saver, thread_id)
+    await _arotate_keys(saver, [thread_id])
 
 
 def _rotate_keys(saver: BaseCheckpointSaver[Any], thread_ids: list[str]) -> None:
     """Reseal these blanked threads under new keys, where the saver seals them."""
     serde = getattr(saver, "serde", None)
     if thread_ids and isinstance(serde, SealingSerializer) and not serde.rotate(thread_ids):
-        logger.warning(
-            "a reader held the thread key table: the blanked threads' old keys stay in its"
-            " file until the next rewrite"
-        )
+        _say_old_keys_stay()
+
+
+async def _arotate_keys(saver: BaseCheckpointSaver[Any], thread_ids: list[str]) -> None:
+    """:func:`_rotate_keys` from the saver's event loop."""
+    serde = getattr(saver, "serde", None)
+    if thread_ids and isinstance(serde, SealingSerializer) and not await serde.arotate(thread_ids):
+        _say_old_keys_stay()
+
+
+def _say_old_keys_stay() -> None:
+    logger.warning(
+        "a reader held the thread key table: the blanked threads' old keys stay in its"
+        " file until the next rewrite"
+    )
 
 
 def _keep_latest(saver: BaseCheckpointSaver[Any], thread_id: str) -> None:
@@ -138,6 +231,14 @@ def _keep_latest(saver: BaseCheckpointSaver[Any], thread_id: str) -> None:
         return
     try:  # the Postgres savers prune; a local SQLite one keeps no history to prune
         saver.prune([thread_id], strategy="keep_latest")
+    except NotImplementedError:
+        logger.debug("the checkpointer has no history to prune")
+
+
+async def _akeep_latest(saver: BaseCheckpointSaver[Any], thread_id: str) -> None:
+    """:func:`_keep_latest` through the async API."""
+    try:
+        await saver.aprune([thread_id], strategy="keep_latest")
     except NotImplementedError:
         logger.debug("the checkpointer has no history to prune")
 
@@ -174,10 +275,10 @@ def _older(version: object, than: object) -> bool:
     return int(str(version).split(".")[0]) < int(str(than).split(".")[0])
 
 
-def _rewrite(
+def _rewritten(
     saver: BaseCheckpointSaver[Any], newest: CheckpointTuple, values: dict[str, Any]
-) -> None:
-    """Save ``newest`` again under its own id with these channel values."""
+) -> tuple[RunnableConfig, Any, Any, Any]:
+    """What to ``put`` to save ``newest`` again under its own id with these channel values."""
     checkpoint = copy_checkpoint(newest.checkpoint)
     versions = {
         name: saver.get_next_version(checkpoint["channel_versions"].get(name), None)
@@ -192,4 +293,4 @@ def _rewrite(
             if key != "checkpoint_id"
         }
     }
-    saver.put(parent, checkpoint, newest.metadata, versions)
+    return parent, checkpoint, newest.metadata, versions

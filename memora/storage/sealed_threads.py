@@ -20,12 +20,13 @@ before sealing) is read as it is.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import psycopg
@@ -50,6 +51,7 @@ CREATE TABLE IF NOT EXISTS thread_keys (
     key BYTEA NOT NULL
 )
 """
+_TURN_POLL_S = 0.01
 REWRITE_LOCK_TIMEOUT = "5s"
 HORIZON_WAIT_S = 5.0
 """How long a key table rewrite waits for older transactions before it runs anyway (the
@@ -163,6 +165,7 @@ class ThreadKeys:
         """
         with self._lock:
             retired: list[bytes] = []
+            made: dict[bytes, bytes] = {}
             with self._conn.transaction():
                 for thread_id in thread_ids:
                     row = self._conn.execute(
@@ -179,11 +182,13 @@ class ThreadKeys:
                     )
                     _reseal_thread(self._conn, thread_id, old, new)
                     retired.append(old[0])
+                    made[new[0]] = new[1]
                 if retired:
                     self._mark()
                 rotated_by = self._transaction_id()
             for key_id in retired:
                 self._by_id.pop(key_id, None)
+            self._by_id.update(made)  # the next read of these threads needs no query
             return self._rewrite(rotated_by if retired else None)
 
     def _transaction_id(self) -> int:
@@ -339,6 +344,30 @@ class SealingSerializer(SerializerProtocol):
                 yield
             finally:
                 self._current.reset(token)
+
+    @asynccontextmanager
+    async def asealing_for(self, thread_id: str) -> AsyncIterator[None]:
+        """:meth:`sealing_for` for an async saver (a server's): the turn is waited for and the
+        key looked up without blocking the event loop.
+
+        The saves of one event loop share the turn (the lock is the loop thread's, and
+        reentrant); a rotation, made from another thread, waits for them or they for it.
+        """
+        while not self._saving.acquire(blocking=False):
+            await asyncio.sleep(_TURN_POLL_S)
+        try:
+            key = await asyncio.to_thread(self.keys.for_thread, thread_id)
+            token = self._current.set(key)
+            try:
+                yield
+            finally:
+                self._current.reset(token)
+        finally:
+            self._saving.release()
+
+    async def arotate(self, thread_ids: Sequence[str]) -> bool:
+        """:meth:`rotate` from an event loop: in a worker thread, between the loop's saves."""
+        return await asyncio.to_thread(self.rotate, thread_ids)
 
     def rotate(self, thread_ids: Sequence[str]) -> bool:
         """:meth:`ThreadKeys.rotate`, between this process's saves."""

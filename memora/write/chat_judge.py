@@ -6,6 +6,7 @@ The library never builds the offline rules-based model: that one is the agent's.
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit, urlunsplit
 
 from langchain_core.language_models import BaseChatModel
 
@@ -35,3 +36,10 @@ def write_judge(settings: Settings) -> BaseChatModel | None:
     if settings.write_judge == "chat_model" and uses_openai():
         return openai_chat_model(settings)
     return None
+
+
+def describe_chat_model(settings: Settings) -> str:
+    """Which model judges and where it is served, for a person to read (no credentials)."""
+    where = urlsplit(os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com")
+    host = where.netloc.rpartition("@")[2]  # a user:password@ in the URL is not shown
+    return f"{settings.chat_model} via {urlunsplit(where._replace(netloc=host))}"

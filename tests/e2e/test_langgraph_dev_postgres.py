@@ -1,25 +1,39 @@
 """`langgraph dev` with ``langgraph.postgres.json``: threads, checkpoints and memories in Postgres.
 
 The server takes its checkpointer from the config's ``checkpointer.path``
-(``graph/server_checkpointer.py``, LangGraph's AsyncPostgresSaver) and its
-memories from MEMORA_DATABASE_URL and MEMORA_CHROMA_URL; this process is a
-second node on the same servers and checks what the server stored, paused on
-and deleted.
+(``graph/server_checkpointer.py``, LangGraph's AsyncPostgresSaver with every value
+sealed under its thread's key) and its memories from MEMORA_DATABASE_URL and
+MEMORA_CHROMA_URL; this process is a second node on the same servers and checks
+what the server stored, paused on and deleted, down to the database's files.
 """
 
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
+import jwt
 import psycopg
 import pytest
 from langgraph_sdk import get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
 
+from agent.forgotten import REMOVED
 from memora.api import Memora
 from tests.conftest import postgres_backend, tables_containing
-from tests.e2e.langgraph_server import langgraph_dev
-from tests.e2e.test_langgraph_dev import FORGET, REMEMBER, _assert_final, _pending_interrupts, _turn
+from tests.e2e.inspector_seed import CELLO
+from tests.e2e.langgraph_server import Server, langgraph_dev
+from tests.e2e.test_langgraph_dev import (
+    ASSISTANT,
+    FORGET,
+    REMEMBER,
+    _assert_final,
+    _pending_interrupts,
+    _turn,
+)
+from tests.integration.test_postgres_shredding import _backend as postgres_services
+from tests.integration.test_postgres_shredding import _held as held_in_files
 
 
 def test_a_served_graph_keeps_its_threads_in_postgres(
@@ -62,12 +76,124 @@ def test_a_served_graph_keeps_its_threads_in_postgres(
             assert node.get("alice", stored[0].id) is None
             now = json.dumps(client.threads.get_state(paused)["values"], ensure_ascii=False)
             assert "code examples" not in now, "the forgetting thread still quotes it"
-            # The server's checkpointer is async-only to a node: older checkpoints and the
-            # thread it was said in still quote it (see README, "What forgetting removes").
-            held = tables_containing(database_url, "code examples")
-            assert held and all(table.startswith("checkpoint") for table in held), held
+            # Every thread of alice's was blanked, and the checkpoints are sealed anyway.
+            assert tables_containing(database_url, "code examples") == []
         finally:
             node.close()
     assert not (base / "data" / "memora.db").exists(), (
         "memories belong in Postgres, not the data dir"
     )
+
+
+SECRET = "test-secret-for-the-memora-postgres-threads-0123456789"
+WORDS = ("code examples", "concise answers")
+
+
+def _signed(user: str) -> dict[str, str]:
+    token = jwt.encode({"sub": user, "exp": int(time.time()) + 3600}, SECRET, algorithm="HS256")
+    return {"Authorization": f"Bearer {token}"}
+
+
+def _signed_client(server: Server, user: str) -> SyncLangGraphClient:
+    return get_sync_client(
+        url=server.url, timeout=httpx.Timeout(60.0, connect=10.0), headers=_signed(user)
+    )
+
+
+def _said(client: SyncLangGraphClient, text: str, thread_id: str | None = None) -> str:
+    thread_id = thread_id or client.threads.create()["thread_id"]
+    message = {"messages": [{"role": "user", "content": text}]}
+    result = client.runs.wait(thread_id, ASSISTANT, input=message)
+    assert isinstance(result, dict), result
+    return thread_id
+
+
+def _words_in(client: SyncLangGraphClient, thread_id: str) -> list[str]:
+    """Where the memory's words appear in the thread's state and in every checkpoint the
+    server keeps of it."""
+    found = []
+    checkpoints = client.threads.get_history(thread_id, limit=100)
+    assert checkpoints, f"thread {thread_id} has no history"
+    for where, values in [
+        ("state", client.threads.get_state(thread_id)["values"]),
+        *((f"checkpoint {c['checkpoint']['checkpoint_id']}", c["values"]) for c in checkpoints),
+    ]:
+        text = json.dumps(values, ensure_ascii=False)
+        found += [f"{where}: {word}" for word in WORDS if word in text]
+    return found
+
+
+def _thread_keys(database_url: str, thread_ids: list[str]) -> list[bytes]:
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute(
+            "SELECT key FROM thread_keys WHERE thread_id = ANY(%s)", (thread_ids,)
+        ).fetchall()
+    return [bytes(row[0]) for row in rows]
+
+
+def test_an_approved_forget_leaves_no_word_of_it_in_any_thread_or_file_of_postgres(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """alice says a fact in thread A and forgets it in thread B: the state and history of
+    both lose its words, bob's thread keeps his, and no file of the database holds the
+    words or the keys A and B were sealed under (``pg_wal`` aside, see the README)."""
+    services, backend, database_url = postgres_services(request)
+    base = tmp_path_factory.mktemp("langgraph_dev_postgres_threads")
+    env = {**backend.env(), "MEMORA_AUTH_SECRET": SECRET}
+    with langgraph_dev(base, env, config="langgraph.postgres.json") as server:
+        alice, bob = _signed_client(server, "alice"), _signed_client(server, "bob")
+        said = _said(alice, REMEMBER)
+        bobs = _said(bob, REMEMBER)
+        forgetting = _said(alice, FORGET)
+        interrupts = _pending_interrupts(alice, forgetting)
+        assert len(interrupts) == 1, interrupts
+        assert _words_in(alice, said) != []  # the control: the thread quotes it
+        keys = _thread_keys(database_url, [said, forgetting])
+        assert len(keys) == 2, "each of alice's threads should be sealed under a key of its own"
+        assert held_in_files(services, database_url, keys) != []  # the control: the scan sees
+
+        done = alice.runs.wait(forgetting, ASSISTANT, command={"resume": "yes"})
+        assert isinstance(done, dict) and "from 1 other conversation(s)" in done["reply"], done
+
+        assert _words_in(alice, said) == []
+        assert _words_in(alice, forgetting) == []
+        messages = alice.threads.get_state(forgetting)["values"]["messages"]
+        assert REMOVED in [m["content"] for m in messages]
+        assert _words_in(bob, bobs) != [], "bob's thread is his"
+        assert _thread_keys(database_url, [said, forgetting]) != keys  # both rotated
+        held = held_in_files(services, database_url, [w.encode() for w in WORDS] + keys)
+        assert held == [], f"files of the database still hold the words or a retired key: {held}"
+        _said(alice, "Thanks, that is all.", forgetting)  # the thread goes on
+
+
+def test_the_servers_inspector_forgets_and_erases_through_the_sealed_checkpointer(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A deletion in the server's inspector (outside any run) blanks alice's threads on
+    Postgres too, and deleting a thread through the server destroys its key."""
+    services, backend, database_url = postgres_services(request)
+    base = tmp_path_factory.mktemp("langgraph_dev_postgres_inspector")
+    env = {**backend.env(), "MEMORA_AUTH_SECRET": SECRET}
+    with langgraph_dev(base, env, config="langgraph.postgres.json") as server:
+        alice = _signed_client(server, "alice")
+        told = _said(alice, CELLO)
+        asked = _said(alice, "What instrument do I play? Search your memory for cello.")
+        headers = _signed("alice")
+        api = f"{server.url}/ui/api"
+        memories = httpx.get(f"{api}/memories", headers=headers, timeout=60).json()["memories"]
+        [memory] = [m for m in memories if "cello" in m["content"]]
+        keys = _thread_keys(database_url, [told, asked])
+        assert len(keys) == 2
+
+        deleted = httpx.delete(f"{api}/memories/{memory['id']}", headers=headers, timeout=60)
+        assert deleted.status_code == 200, deleted.text
+        assert deleted.json()["threads"] == 2
+        for thread_id in (told, asked):
+            history = alice.threads.get_history(thread_id, limit=100)
+            assert "cello" not in json.dumps([c["values"] for c in history]).lower()
+        assert held_in_files(services, database_url, [b"cello", *keys]) == []
+
+        [kept] = _thread_keys(database_url, [told])
+        alice.threads.delete(told)
+        assert _thread_keys(database_url, [told]) == []
+        assert held_in_files(services, database_url, [kept]) == []

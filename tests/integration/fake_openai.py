@@ -10,8 +10,11 @@ It listens on 127.0.0.1 (a ``ThreadingHTTPServer`` in a daemon thread) and answe
     {"status": 500, "message": "boom"}                             # an HTTP error
     {"empty": True}                                                # empty content, no calls
 
-Any entry may carry ``"id"`` (tool call ids; default ``call_<n>``) and ``"usage"``
-(``{"prompt_tokens", "completion_tokens"}``). Responses use the real wire format,
+Any entry may carry ``"id"`` (tool call ids; default ``call_<n>``), ``"usage"``
+(``{"prompt_tokens", "completion_tokens"}``) and ``"delay"`` (seconds to wait before
+answering: a client with a shorter timeout gives up, as on a slow model).
+Instead of (or after) a fixed script, ``answer`` may be a function from the request body
+to an entry: a scripted model that reads its prompt. Responses use the real wire format,
 non-streaming or SSE (``"stream": true``), including tool-call deltas and the final
 usage chunk when ``stream_options.include_usage`` is set.
 
@@ -30,7 +33,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -79,9 +82,18 @@ def empty() -> Response:
 class FakeOpenAI:
     """The scripted server; use as a context manager or call ``start``/``stop``."""
 
-    def __init__(self, script: Iterable[Response] = (), *, model: str = "gpt-4o-mini") -> None:
+    def __init__(
+        self,
+        script: Iterable[Response] = (),
+        *,
+        model: str = "gpt-4o-mini",
+        answer: Callable[[dict[str, Any]], Response] | None = None,
+        max_requests: int = MAX_REQUESTS,
+    ) -> None:
         self.model = model
         self._script: deque[Response] = deque(script)
+        self._answer = answer
+        self._max_requests = max_requests
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self.requests: list[dict[str, Any]] = []
@@ -107,9 +119,15 @@ class FakeOpenAI:
     def _next(self, body: dict[str, Any]) -> Response | None:
         with self._lock:
             self.requests.append(body)
-            if len(self.requests) > MAX_REQUESTS:
-                self.problems.append(f"more than {MAX_REQUESTS} requests")
+            if len(self.requests) > self._max_requests:
+                self.problems.append(f"more than {self._max_requests} requests")
                 return None
+            if not self._script and self._answer is not None:
+                try:
+                    return self._answer(body)
+                except Exception as error:  # a broken scripted model is the test's problem
+                    self.problems.append(f"answer failed: {type(error).__name__}: {error}")
+                    return None
             if not self._script:
                 self.problems.append(f"unscripted request #{len(self.requests)}")
                 return None
@@ -253,6 +271,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_fake: FakeOpenAI
     timeout = SOCKET_TIMEOUT_S
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out at once: no 40 ms stall per answer
 
     def log_message(self, format: str, *args: Any) -> None:
         return
@@ -296,6 +315,14 @@ class _Handler(BaseHTTPRequestHandler):
         if entry is None:
             self._fail(500, "fake server: no scripted response left")
             return
+        if entry.get("delay"):
+            time.sleep(float(entry["delay"]))
+        try:
+            self._answer(fake, body, entry)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up waiting (its timeout)
+
+    def _answer(self, fake: FakeOpenAI, body: dict[str, Any], entry: Response) -> None:
         if "status" in entry:
             self._fail(int(entry["status"]), str(entry.get("message", "scripted failure")))
             return
