@@ -382,6 +382,7 @@ class Memora(ForgetApprovals):
             self.audit.redact_reads_of(user_id, deleted)
             self.audit.redact_reads_naming(user_id, texts)
             self.audit.record(user_id, "delete", "deleted", memory_ids=deleted, source=actor)
+            self.new_user_key(user_id)
             if dropped:
                 self.forget_requests.scrub()
         if deleted or self.scrub_pending:
@@ -491,11 +492,14 @@ class Memora(ForgetApprovals):
             InvalidInput: The user id, key or value is empty, too long or not valid UTF-8.
         """
         self.profile.set(user_id, key, value)
+        self.finish_scrub()  # on Postgres a replaced value's old key is shredded
 
     def unset_profile(self, user_id: str, key: str) -> bool:
         """Remove one profile field; returns whether it was set."""
         validate_user_id(user_id)
-        return self.profile.unset(user_id, key)
+        removed = self.profile.unset(user_id, key)
+        self.finish_scrub()
+        return removed
 
     # -- export, import, reindex -------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from memora.audit import AuditLog
 from memora.forget_requests import ForgetRequest, ForgetRequests
 from memora.storage.store import LongTermMemoryStore
+from memora.storage.user_keys import rotate_user_key
 from memora.validation import check_identifier, validate_memory_id, validate_user_id
 
 MAX_REQUEST_ID_CHARS = 64
@@ -30,6 +31,17 @@ class ForgetApprovals:
         def forget(
             self, user_id: str, memory_id: str, *, actor: str = "user"
         ) -> builtins.list[str]: ...
+
+        def finish_scrub(self) -> bool: ...
+
+    def new_user_key(self, user_id: str) -> None:
+        """On Postgres, give the user a new key for their profile, audit and requests and
+        reseal them under it (``memora.storage.user_keys``): what their redacted queries and
+        dropped requests left in free space loses its key at the next scrub."""
+        db = self.store.db
+        if db.dialect == "postgres":
+            with db.transaction() as conn:
+                rotate_user_key(conn, user_id)
 
     def request_forget(
         self, user_id: str, memory_id: str, *, reason: str = "", source: str = "store"
@@ -98,6 +110,8 @@ class ForgetApprovals:
             user_id, "delete", "rejected", memory_ids=[request.memory_id], source="user"
         )
         self.forget_requests.scrub()
+        self.new_user_key(user_id)
+        self.finish_scrub()
         return True
 
     def _own_request(self, user_id: str, request_id: str) -> ForgetRequest | None:

@@ -4,7 +4,9 @@ A rejected candidate's text is never recorded, only its reason. Memory text
 is never recorded either: entries name memory ids, so forgetting a memory
 leaves nothing of it here except read queries, which are redacted when a
 memory they returned is forgotten or when they name it (``memora.text.naming``),
-found or not.
+found or not. On Postgres queries and reasons are sealed under the user's key
+(``memora.storage.user_keys``), which every forget replaces and an erase destroys, so
+a redacted query's old bytes in free space have no key.
 """
 
 from __future__ import annotations
@@ -18,6 +20,14 @@ from typing import Any
 from memora.models import utcnow
 from memora.redaction import redact
 from memora.storage.db import Database, SqlDatabase
+from memora.storage.user_keys import (
+    drop_user_key,
+    key_join,
+    open_field,
+    seal_field,
+    seal_plain_rows,
+    user_key,
+)
 from memora.text.naming import distinctive_terms, names_any
 
 _SCHEMA = """
@@ -38,13 +48,14 @@ CREATE TABLE IF NOT EXISTS audit (
 );
 CREATE INDEX IF NOT EXISTS audit_user ON audit (user_id, seq);
 """
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+REDACTED = "[redacted: a memory this query returned or named was forgotten]"
 _POSTGRES_SCHEMA = [
     _SCHEMA.split(";")[0].replace("INTEGER PRIMARY KEY AUTOINCREMENT", "BIGSERIAL PRIMARY KEY"),
     _SCHEMA.split(";")[1],
+    # Version 2: queries and reasons sealed under the user's key.
+    lambda conn: seal_plain_rows(conn, "audit", keep=REDACTED),
 ]
-
-REDACTED = "[redacted: a memory this query returned or named was forgotten]"
 
 
 @dataclass(frozen=True)
@@ -72,8 +83,10 @@ class AuditLog:
 
     def __init__(self, db: SqlDatabase) -> None:
         self.db = db
-        if db.dialect == "postgres":
-            db.ensure_schema("audit", SCHEMA_VERSION, _POSTGRES_SCHEMA)
+        self.sealed = db.dialect == "postgres"
+        if self.sealed:
+            if db.ensure_schema("audit", SCHEMA_VERSION, _POSTGRES_SCHEMA):
+                db.rewrite("audit")  # the plain values' dead tuples leave with the old file
             return
         columns = {row["name"] for row in db.query("PRAGMA table_info(audit)")}
         if "redactions" not in columns:
@@ -109,7 +122,11 @@ class AuditLog:
         records how many were cut.
         """
         cleaned = redact(query) if query is not None else None
+        text = cleaned.text if cleaned is not None else None
         with self.db.transaction() as conn:
+            if self.sealed and (text is not None or reason is not None):
+                key = user_key(conn, user_id)
+                text, reason = seal_field(text, key), seal_field(reason, key)
             conn.execute(
                 "INSERT INTO audit (at, user_id, thread_id, event, decision, reason, action,"
                 " memory_ids, query, scores, source, redactions)"
@@ -123,7 +140,7 @@ class AuditLog:
                     reason,
                     action,
                     json.dumps(list(memory_ids)),
-                    cleaned.text if cleaned is not None else None,
+                    text,
                     json.dumps([round(s, 4) for s in scores]) if scores is not None else None,
                     source,
                     cleaned.redactions if cleaned is not None else 0,
@@ -154,25 +171,47 @@ class AuditLog:
             return 0
         with self.db.transaction() as conn:
             rows = conn.execute(
-                "SELECT seq, query FROM audit WHERE user_id = ? AND event = 'read'"
-                " AND query IS NOT NULL AND query != ?",
+                f"SELECT seq, query{self._key_column} FROM audit {self._key_join}"
+                " WHERE audit.user_id = ? AND event = 'read' AND query IS NOT NULL AND query != ?",
                 (user_id, REDACTED),
             ).fetchall()
-            naming = [(REDACTED, row["seq"]) for row in rows if names_any(row["query"], terms)]
+            naming = [
+                (REDACTED, row["seq"])
+                for row in rows
+                if names_any(str(self._open(row, "query")), terms)
+            ]
             if naming:
                 conn.executemany("UPDATE audit SET query = ? WHERE seq = ?", naming)
         return len(naming)
 
+    @property
+    def _key_column(self) -> str:
+        return ", user_key.key AS sealing_key" if self.sealed else ""
+
+    @property
+    def _key_join(self) -> str:
+        return key_join("audit") if self.sealed else ""
+
+    def _open(self, row: Any, column: str) -> str | None:
+        """A column of a row read with :attr:`_key_column`, unsealed."""
+        if not self.sealed:
+            return row[column]
+        key = row["sealing_key"]
+        return open_field(row[column], bytes(key) if key is not None else None)
+
     def erase(self, user_id: str) -> int:
         """Delete every entry of the user; returns how many there were."""
         with self.db.transaction() as conn:
+            if self.sealed:
+                drop_user_key(conn, user_id)
             return int(conn.execute("DELETE FROM audit WHERE user_id = ?", (user_id,)).rowcount)
 
     def entries(
         self, user_id: str, memory_id: str | None = None, limit: int = 200
     ) -> list[AuditEntry]:
         """Recent entries of a user, newest last, optionally only those naming one memory."""
-        sql = "SELECT * FROM audit WHERE user_id = ?"
+        sql = f"SELECT audit.*{self._key_column} FROM audit {self._key_join}"
+        sql += " WHERE audit.user_id = ?"
         params: list[Any] = [user_id]
         if memory_id is not None:
             sql += " AND memory_ids LIKE ?"
@@ -190,10 +229,10 @@ class AuditLog:
                 thread_id=row["thread_id"],
                 event=row["event"],
                 decision=row["decision"],
-                reason=row["reason"],
+                reason=self._open(row, "reason"),
                 action=row["action"],
                 memory_ids=json.loads(row["memory_ids"]),
-                query=row["query"],
+                query=self._open(row, "query"),
                 scores=json.loads(row["scores"]) if row["scores"] else None,
                 source=row["source"],
                 redactions=row["redactions"],

@@ -1,17 +1,28 @@
 """The user profile: confirmed current facts, injected as background every turn.
 
 It lives beside the memories: in ``memora.db`` on SQLite, in the shared
-database on Postgres (the same statements serve both).
+database on Postgres (the same statements serve both). On Postgres the values are
+sealed under the user's key (``memora.storage.user_keys``): removing or replacing a
+field gives the user a new key, and erasing the user destroys it.
 """
 
 from __future__ import annotations
 
 from memora.models import utcnow
 from memora.storage.db import SqlDatabase
+from memora.storage.user_keys import (
+    drop_user_key,
+    key_join,
+    open_field,
+    rotate_user_key,
+    seal_field,
+    seal_plain_rows,
+    user_key,
+)
 from memora.validation import InvalidInput, validate_profile_field, validate_user_id
 from memora.write.policy import is_sensitive
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS profile (
     user_id TEXT NOT NULL,
@@ -39,14 +50,29 @@ class UserProfileStore:
 
     def __init__(self, db: SqlDatabase) -> None:
         self.db = db
-        db.ensure_schema("profile", SCHEMA_VERSION, [_SCHEMA.strip().rstrip(";")])
+        self.sealed = db.dialect == "postgres"
+        """Values sealed under the user's key (Postgres never zeroes what it deletes)."""
+        statements: list = [_SCHEMA.strip().rstrip(";")]
+        if self.sealed:
+            statements.append(lambda conn: seal_plain_rows(conn, "profile"))
+        if db.ensure_schema("profile", SCHEMA_VERSION, statements) and self.sealed:
+            db.rewrite("profile")  # the plain values' dead tuples leave with the old file
 
     def get(self, user_id: str) -> dict[str, str]:
         """The whole profile of a user."""
+        if not self.sealed:
+            rows = self.db.query(
+                "SELECT key, value FROM profile WHERE user_id = ? ORDER BY key", (user_id,)
+            )
+            return {row["key"]: row["value"] for row in rows}
         rows = self.db.query(
-            "SELECT key, value FROM profile WHERE user_id = ? ORDER BY key", (user_id,)
+            "SELECT profile.key, profile.value, user_key.key AS sealing_key FROM profile"
+            f" {key_join('profile')} WHERE profile.user_id = ? ORDER BY profile.key",
+            (user_id,),
         )
-        return {row["key"]: row["value"] for row in rows}
+        return {
+            row["key"]: str(open_field(row["value"], _key_of(row["sealing_key"]))) for row in rows
+        }
 
     def set(self, user_id: str, key: str, value: str) -> None:
         """Set one profile field.
@@ -65,25 +91,48 @@ class UserProfileStore:
                 "ID number) that Memora does not store"
             )
         with self.db.transaction() as conn:
+            stored = value
+            if self.sealed:
+                user_key(conn, user_id, exclusive=True)
+                replaced = conn.execute(
+                    "DELETE FROM profile WHERE user_id = ? AND key = ?", (user_id, key)
+                ).rowcount
+                if replaced:  # the old value's bytes stay in free space: they lose their key
+                    rotate_user_key(conn, user_id)
+                stored = str(seal_field(value, user_key(conn, user_id)))
             conn.execute(
                 "INSERT INTO profile VALUES (?, ?, ?, ?) ON CONFLICT(user_id, key)"
                 " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                (user_id, key, value, utcnow().isoformat()),
+                (user_id, key, stored, utcnow().isoformat()),
             )
 
     def unset(self, user_id: str, key: str) -> bool:
-        """Remove one field; returns whether it existed."""
+        """Remove one field; returns whether it existed.
+
+        On Postgres the user gets a new key (the old value's bytes lose theirs once the
+        key partition is rewritten: ``Memora.unset_profile`` runs the scrub).
+        """
         with self.db.transaction() as conn:
+            if self.sealed:
+                user_key(conn, user_id, exclusive=True)
             cursor = conn.execute(
                 "DELETE FROM profile WHERE user_id = ? AND key = ?", (user_id, key.strip())
             )
+            if cursor.rowcount > 0 and self.sealed:
+                rotate_user_key(conn, user_id)
             return cursor.rowcount > 0
 
     def erase(self, user_id: str) -> int:
         """Remove every field of the user's profile; returns how many there were."""
         with self.db.transaction() as conn:
+            if self.sealed:
+                drop_user_key(conn, user_id)
             return int(conn.execute("DELETE FROM profile WHERE user_id = ?", (user_id,)).rowcount)
 
     def scrub(self) -> bool:
         """Make deleted fields unreadable from storage (see ``SqlDatabase.reclaim``)."""
         return self.db.reclaim("profile")
+
+
+def _key_of(value: object) -> bytes | None:
+    return bytes(value) if isinstance(value, bytes | bytearray | memoryview) else None

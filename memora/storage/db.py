@@ -47,12 +47,17 @@ class SqlDatabase(Protocol):
         """A read-only statement's rows."""
         ...
 
-    def ensure_schema(self, component: str, version: int, statements: Sequence[str]) -> bool | None:
+    def ensure_schema(self, component: str, version: int, statements: Sequence[Any]) -> bool | None:
         """Create a part's tables if they are missing (idempotent)."""
         ...
 
     def reclaim(self, *tables: str) -> bool:
         """Make deleted rows of these tables unreadable from storage as far as the engine can."""
+        ...
+
+    def rewrite(self, *tables: str) -> bool:
+        """Copy these tables into new files (Postgres's ``VACUUM FULL``); False when a reader
+        held one too long."""
         ...
 
     def close(self) -> None:
@@ -150,6 +155,10 @@ class Database:
     def reclaim(self, *tables: str) -> bool:
         """``secure_delete`` already zeroed the rows; truncate the log (see :meth:`scrub`)."""
         return self.scrub()
+
+    def rewrite(self, *tables: str) -> bool:
+        """What :meth:`reclaim` does (SQLite zeroed the rows already)."""
+        return self.reclaim(*tables)
 
     def close(self) -> None:
         """Close the connection."""

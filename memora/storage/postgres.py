@@ -79,6 +79,11 @@ class _Translated:
         return cursor
 
 
+def translated(conn: psycopg.Connection[Any]) -> _Translated:
+    """``conn`` taking ``?`` placeholders (for SQL shared with SQLite)."""
+    return _Translated(conn)
+
+
 def _translate(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 

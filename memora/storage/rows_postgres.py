@@ -15,9 +15,12 @@ how writers on several machines are kept in step:
 - memory text is sealed (crypto-shredding). Postgres never zeroes a deleted row's
   bytes: VACUUM compacts a page and leaves the freed bytes in the file. So
   ``memories.content`` holds the text sealed under the memory's own key
-  (``memora.storage.sealing.seal_text``), the same key that seals its vector, and
-  every key lives in ``vector_keys`` alone. After a forget or an erase
-  :meth:`scrub` rewrites the part of that table that held the keys with
+  (``memora.storage.sealing.seal_text``), the same key that seals its vector,
+  ``memories.metadata`` too (``memora.storage.user_keys.seal_field``), and every
+  key lives in ``vector_keys`` alone. A deletion records the user's part of that
+  table in ``pending_rewrites`` in its own transaction; after a forget or an erase
+  (or at the next open, if the process died first) :meth:`scrub` rewrites the part
+  that held the keys with
   ``VACUUM FULL`` (a new file; the old one is truncated and unlinked), so no table
   or index file keeps a deleted key, and what the other files keep of the text is
   ciphertext without a key. A rewrite costs time in proportion to the table (about
@@ -37,25 +40,30 @@ from typing import Any
 import psycopg
 
 from memora.errors import StoreError
-from memora.models import MemoryUnit
+from memora.models import MemoryStatus, MemoryUnit
 from memora.storage.postgres import PostgresDatabase
 from memora.storage.rows import (
     COLUMNS,
     ColumnTypes,
-    GenerationBump,
     IndexRow,
     row_values,
     table_statements,
 )
 from memora.storage.sealing import TEXT_FORMAT, seal_text, unseal_text
 from memora.storage.sql_rows import SqlRowStore
+from memora.storage.user_keys import (
+    KEY_PARTITIONS,
+    KEY_TABLE,
+    PENDING_SCHEMA,
+    is_sealed,
+    mark_rewrite,
+    open_field,
+    seal_field,
+)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _CONTENT = COLUMNS.index("content")
-KEY_TABLE = "vector_keys"
-"""The one table holding memory keys: its part is rewritten (not just vacuumed) after
-every deletion."""
-KEY_PARTITIONS = 64
+_METADATA = COLUMNS.index("metadata")
 _VECTOR_LOCK = 0x6D656D6F7261_01
 """Advisory lock id of the vector lock (distinct from the schema lock)."""
 
@@ -119,6 +127,36 @@ _SEALED_TEXT: list[str | Callable[[psycopg.Connection[Any]], None]] = [
 ]
 
 
+def _seal_plain_metadata(conn: psycopg.Connection[Any]) -> None:
+    """Seal the metadata of every keyed memory (a store of schema 2 kept it plain)."""
+    rows = conn.execute(
+        "SELECT m.id, m.metadata, k.key FROM memories m"
+        " JOIN vector_keys k ON k.user_id = m.user_id AND k.id = m.id"
+        " WHERE m.metadata NOT LIKE 'sealed:%%'"
+    ).fetchall()
+    if rows:
+        conn.cursor().executemany(
+            "UPDATE memories SET metadata = %s WHERE id = %s",
+            [(seal_field(row["metadata"], bytes(row["key"])), row["id"]) for row in rows],
+        )
+
+
+_SEALED_FIELDS: list[str | Callable[[psycopg.Connection[Any]], None]] = [
+    # Key partitions whose deleted keys wait for their rewrite (a process killed between
+    # a forget's commit and its rewrite leaves the record; the next open finishes it).
+    PENDING_SCHEMA,
+    "ALTER TABLE memories ALTER COLUMN metadata SET STATISTICS 0",
+    _seal_plain_metadata,
+]
+"""Schema 3: metadata sealed like the text; key rewrites recorded until done."""
+_EVERY_PART = [
+    f"INSERT INTO pending_rewrites (relation) VALUES ('{KEY_TABLE}_{n}')"
+    for n in range(KEY_PARTITIONS)
+]
+"""From schema 2, every partition is rewritten once: no process recorded which ones held
+keys deleted before (a node killed before its rewrite)."""
+
+
 class PostgresRowStore(SqlRowStore):
     """:class:`memora.storage.rows.RowStore` on a shared Postgres database."""
 
@@ -133,54 +171,93 @@ class PostgresRowStore(SqlRowStore):
 
     def __init__(self, db: PostgresDatabase) -> None:
         super().__init__(db)
-        self._unshredded: set[str] = set()
-        """Users whose keys this process deleted and whose key part is not yet rewritten."""
-        if db.ensure_schema("rows", SCHEMA_VERSION, [*_SCHEMA, *_SEALED_TEXT]):
-            # The sealing left the plain texts in dead tuples of the new file.
+        older = self._version()
+        schema = [*_SCHEMA, *_SEALED_TEXT, *_SEALED_FIELDS]
+        if older == 2:
+            schema = [*_SEALED_FIELDS, *_EVERY_PART]
+        if db.ensure_schema("rows", SCHEMA_VERSION, schema):
+            # The sealing left the plain texts and metadata in dead tuples of the new file.
             db.rewrite("memories")
+        # A process killed between a deletion's commit and its rewrite left the record.
+        self.scrub()
 
-    def delete_with_tombstones(self, user_id: str, memory_ids: Sequence[str]) -> GenerationBump:
-        self._unshredded.add(user_id)
-        return super().delete_with_tombstones(user_id, memory_ids)
+    def _version(self) -> int:
+        rows = self.db.query("SELECT version FROM schema_version WHERE component = 'rows'")
+        return int(rows[0]["version"]) if rows else 0
 
-    def erase_user(self, user_id: str) -> builtins.list[str]:
-        self._unshredded.add(user_id)
-        return super().erase_user(user_id)
+    def _keys_deleted(self, conn: Any, user_id: str) -> None:
+        mark_rewrite(conn, user_id)
 
     def scrub(self) -> bool:
-        """Rewrite the key parts that held deleted keys, so they leave no file.
+        """Rewrite the key partitions recorded as holding deleted keys (by this process or
+        by one that died before its rewrite), so no file keeps them.
 
-        What the other tables' free space keeps of a deleted memory is ciphertext without
-        a key and ids, so they are left to autovacuum (a VACUUM of ``memories`` and
-        ``changes`` would add about 30 ms to a forget at 10,000 memories).
+        Idempotent: a record is deleted once its partition was rewritten after it was
+        made. What the other tables' free space keeps of a deleted memory is ciphertext
+        without a key and ids, so they are left to autovacuum (a VACUUM of ``memories``
+        and ``changes`` would add about 30 ms to a forget at 10,000 memories).
         """
-        users = set(self._unshredded)
-        if not users:
+        pending = self.db.query_tuples(
+            "SELECT relation, max(seq) FROM pending_rewrites WHERE starts_with(relation, ?)"
+            " GROUP BY relation ORDER BY relation",
+            (f"{KEY_TABLE}_",),
+        )
+        if not pending:
             return True
-        parts = [
-            row[0]
-            for row in self.db.query_tuples(
-                f"SELECT DISTINCT '{KEY_TABLE}_' || r FROM unnest(?::text[]) AS u(name),"
-                f" generate_series(0, {KEY_PARTITIONS - 1}) AS r"
-                f" WHERE satisfies_hash_partition('{KEY_TABLE}'::regclass, {KEY_PARTITIONS},"
-                " r, u.name)",
-                (list(users),),
-            )
-        ]
-        if not self.db.rewrite(*parts):
+        if not self.db.rewrite(*(row[0] for row in pending)):
             return False
-        self._unshredded -= users
+        with self.db.transaction() as conn:
+            for relation, seq in pending:
+                conn.execute(
+                    "DELETE FROM pending_rewrites WHERE relation = ? AND seq <= ?",
+                    (relation, seq),
+                )
         return True
 
     def _stored_values(
         self, units: Sequence[MemoryUnit], keys: Sequence[bytes]
     ) -> builtins.list[tuple[Any, ...]]:
         """Rows with the text sealed under the memory's key."""
-        rows = []
-        for unit, key in zip(units, keys, strict=True):
-            values = row_values(unit)
-            rows.append((*values[:_CONTENT], seal_text(unit.content, key), *values[_CONTENT + 1 :]))
-        return rows
+        return [
+            _sealed_row(row_values(unit), key, content=True)
+            for unit, key in zip(units, keys, strict=True)
+        ]
+
+    def _rewritten_values(
+        self, conn: Any, user_id: str, units: Sequence[MemoryUnit]
+    ) -> builtins.list[tuple[Any, ...]]:
+        """Rows with the metadata sealed under each memory's key (the text is not rewritten)."""
+        keys = {
+            row["id"]: bytes(row["key"])
+            for row in conn.execute(
+                "SELECT id, key FROM vector_keys WHERE user_id = ? AND id = ANY(?)",
+                (user_id, [unit.id for unit in units]),
+            ).fetchall()
+        }
+        return [_sealed_row(row_values(unit), keys.get(unit.id), content=False) for unit in units]
+
+    def list(
+        self,
+        user_id: str,
+        status: MemoryStatus | None = None,
+        *,
+        review_only: bool = False,
+        limit: int | None = None,
+        offset: int = 0,
+        metadata: tuple[str, str] | None = None,
+    ) -> builtins.list[MemoryUnit]:
+        """As :meth:`SqlRowStore.list`; metadata is sealed, so it is matched once opened."""
+        if metadata is None:
+            return super().list(
+                user_id, status, review_only=review_only, limit=limit, offset=offset
+            )
+        field, value = metadata
+        units = [
+            unit
+            for unit in super().list(user_id, status, review_only=review_only)
+            if unit.metadata.get(field) == value
+        ]
+        return units[offset:] if limit is None else units[offset : offset + limit]
 
     def _units(self, sql: str, params: Sequence[Any]) -> builtins.list[MemoryUnit]:
         return [IndexRow(values).unit() for values in self._positional_rows(sql, params)]
@@ -199,15 +276,20 @@ class PostgresRowStore(SqlRowStore):
                     stored[memory_id] = key
             if stored:
                 rows = conn.execute(
-                    "SELECT id, content FROM memories WHERE id = ANY(%s) FOR UPDATE",
+                    "SELECT id, content, metadata FROM memories WHERE id = ANY(%s) FOR UPDATE",
                     (list(stored),),
                 ).fetchall()
                 conn.cursor().executemany(
-                    "UPDATE memories SET content = %s WHERE id = %s",
+                    "UPDATE memories SET content = %s, metadata = %s WHERE id = %s",
                     [
-                        (seal_text(unseal_text(row["content"], None), stored[row["id"]]), row["id"])
+                        (
+                            seal_text(unseal_text(row["content"], None), stored[row["id"]]),
+                            seal_field(row["metadata"], stored[row["id"]]),
+                            row["id"],
+                        )
                         for row in rows
                         if not bytes(row["content"]).startswith(bytes([TEXT_FORMAT]))
+                        or not is_sealed(row["metadata"])
                     ],
                 )
         return stored
@@ -229,11 +311,14 @@ class PostgresRowStore(SqlRowStore):
         for row in self.db.query_tuples(sql, params):
             try:
                 content = unseal_text(row[_CONTENT], row[-1])
-            except ValueError as error:
+                metadata = open_field(row[_METADATA], row[-1] and bytes(row[-1]))
+            except (ValueError, StoreError) as error:
                 raise StoreError(
                     f"database {self.db.description}: memory {row[0]}: {error}"
                 ) from None
-            opened.append((*row[:_CONTENT], content, *row[_CONTENT + 1 : -1]))
+            values = list(row[:-1])
+            values[_CONTENT], values[_METADATA] = content, metadata
+            opened.append(values)
         return opened
 
     def _id_in(self, column: str, ids: Sequence[str]) -> tuple[str, builtins.list[Any]]:
@@ -246,3 +331,15 @@ class PostgresRowStore(SqlRowStore):
         conn.execute(
             "SELECT user_id FROM generations ORDER BY user_id = '' DESC, user_id FOR UPDATE"
         )
+
+
+def _sealed_row(values: tuple[Any, ...], key: bytes | None, *, content: bool) -> tuple[Any, ...]:
+    """A row's values with its metadata (and, with ``content``, its text) sealed under
+    ``key``; a memory without a key keeps them plain until it gets one."""
+    if key is None:
+        return values
+    sealed = list(values)
+    if content:
+        sealed[_CONTENT] = seal_text(values[_CONTENT], key)
+    sealed[_METADATA] = seal_field(values[_METADATA], key)
+    return tuple(sealed)

@@ -37,6 +37,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from psycopg.rows import tuple_row
 
 from memora.errors import StoreError
+from memora.storage.user_keys import PENDING_SCHEMA
 
 SUFFIX = "+sealed"
 """Appended to a sealed value's type (as LangGraph's own ``EncryptedSerializer`` does)."""
@@ -84,6 +85,7 @@ class ThreadKeys:
         self._by_id: dict[bytes, bytes] = {}
         with self._lock:
             self._conn.execute(_SCHEMA)
+            self._conn.execute(PENDING_SCHEMA)
             target = self._conn.execute(
                 "SELECT attstattarget FROM pg_attribute"
                 " WHERE attrelid = 'thread_keys'::regclass AND attname = 'key'"
@@ -92,6 +94,9 @@ class ThreadKeys:
                 # ANALYZE would copy sample keys into pg_statistic, which no deletion
                 # rewrites. Altered once: ALTER TABLE locks out every other node meanwhile.
                 self._conn.execute("ALTER TABLE thread_keys ALTER COLUMN key SET STATISTICS 0")
+            # A process killed between deleting keys and the rewrite left the record.
+            if self._pending() is not None:
+                self._rewrite(None)
 
     def for_thread(self, thread_id: str) -> tuple[bytes, bytes]:
         """The thread's key id and key, made on its first save.
@@ -139,6 +144,7 @@ class ThreadKeys:
                         "DELETE FROM thread_keys WHERE thread_id = ANY(%s) RETURNING key_id",
                         (list(thread_ids),),
                     ).fetchall()
+                    self._mark()
                     deleted_by = self._transaction_id()
                 for row in deleted:
                     self._by_id.pop(bytes(_column(row, "key_id", 0)), None)
@@ -177,6 +183,8 @@ class ThreadKeys:
                     _reseal_thread(self._conn, thread_id, old, new)
                     retired.append(old[0])
                     made[new[0]] = new[1]
+                if retired:
+                    self._mark()
                 rotated_by = self._transaction_id()
             for key_id in retired:
                 self._by_id.pop(key_id, None)
@@ -188,14 +196,29 @@ class ThreadKeys:
         assert row is not None
         return int(_column(row, "xid", 0))
 
+    def _mark(self) -> None:
+        """Record, in the deleting transaction, that the key table waits for its rewrite."""
+        self._conn.execute(f"INSERT INTO pending_rewrites (relation) VALUES ('{KEY_TABLE}')")
+
+    def _pending(self) -> int | None:
+        """The newest record of a rewrite the key table waits for, if any."""
+        row = self._conn.execute(
+            "SELECT max(seq) AS seq FROM pending_rewrites WHERE relation = %s", (KEY_TABLE,)
+        ).fetchone()
+        seq = None if row is None else _column(row, "seq", 0)
+        return None if seq is None else int(seq)
+
     def _rewrite(self, deleted_by: int | None) -> bool:
-        """``VACUUM FULL`` the key table (the caller holds the lock).
+        """``VACUUM FULL`` the key table (the caller holds the lock), then drop the records
+        of the rewrites it did (idempotent: one left by a killed process is done again).
 
         The rewrite copies a deleted row that an open transaction may still see, old
         key included; so it first waits for every transaction of this database older
-        than ``deleted_by`` (the deleting transaction's id) to end.
+        than ``deleted_by`` (the deleting transaction's id) to end; past that wait the
+        record stays, so the next rewrite runs again.
         """
         settled = deleted_by is None or self._older_transactions_ended(deleted_by)
+        pending = self._pending()
         self._conn.execute(f"SET lock_timeout = '{REWRITE_LOCK_TIMEOUT}'")
         try:
             self._conn.execute("VACUUM FULL thread_keys")
@@ -203,6 +226,11 @@ class ThreadKeys:
             return False
         finally:
             self._conn.execute("RESET lock_timeout")
+        if settled and pending is not None:
+            self._conn.execute(
+                "DELETE FROM pending_rewrites WHERE relation = %s AND seq <= %s",
+                (KEY_TABLE, pending),
+            )
         return settled
 
     def _older_transactions_ended(self, xid: int) -> bool:

@@ -87,6 +87,17 @@ class SqlRowStore(ABC):
         """The rows :meth:`insert` writes, in ``COLUMNS`` order."""
         return [row_values(unit) for unit in units]
 
+    def _rewritten_values(
+        self, conn: Any, user_id: str, units: Sequence[MemoryUnit]
+    ) -> builtins.list[tuple[Any, ...]]:
+        """The rows :meth:`rewrite` writes, in ``COLUMNS`` order (inside its transaction)."""
+        return [row_values(unit) for unit in units]
+
+    def _keys_deleted(self, conn: Any, user_id: str) -> None:
+        """Called inside a transaction that deleted keys of ``user_id`` (Postgres records
+        the key partition to rewrite; SQLite's ``secure_delete`` zeroed them already)."""
+        return None
+
     def _units(self, sql: str, params: Sequence[Any]) -> builtins.list[MemoryUnit]:
         """The memories a :attr:`select` statement reads."""
         return [unit_from_row(row) for row in self.db.query(sql, tuple(params))]
@@ -197,7 +208,9 @@ class SqlRowStore(ABC):
                 f"UPDATE memories SET {assignments} WHERE id = ? AND user_id = ?",
                 [
                     (*(values[i] for i in positions), unit.id, user_id)
-                    for unit, values in ((unit, row_values(unit)) for unit in units)
+                    for unit, values in zip(
+                        units, self._rewritten_values(conn, user_id, units), strict=True
+                    )
                 ],
             )
             return self._bump(conn, user_id, [unit.id for unit in units])
@@ -229,6 +242,7 @@ class SqlRowStore(ABC):
                     conn.execute(
                         f"DELETE FROM {table} WHERE user_id = ? AND {condition}", (user_id, *ids)
                     )
+            self._keys_deleted(conn, user_id)
             self._write_tombstones(
                 conn, [(deleted, user_id, now, chain_ids) for deleted in memory_ids]
             )
@@ -250,6 +264,7 @@ class SqlRowStore(ABC):
                 ).fetchall()
             ]
             conn.execute("DELETE FROM vector_keys WHERE user_id = ?", (user_id,))
+            self._keys_deleted(conn, user_id)
             conn.execute("UPDATE tombstones SET user_id = ? WHERE user_id = ?", (tag, user_id))
             self._write_tombstones(
                 conn, [(memory_id, tag, now, json.dumps([memory_id])) for memory_id in ids]

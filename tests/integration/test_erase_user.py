@@ -40,9 +40,15 @@ def test_erase_removes_everything_of_one_user_and_nothing_else(
     _chat(data, "alice", "Please remember that I live in Kaohsiung.", **env)
     _chat(data, "bob", "Please remember that I live in Hualien.", **env)
     alice_texts = [*ALICE_FACTS, "Tiramisu", "Kaohsiung", "sourdough starter"]
-    assert _held(data, backend, alice_texts) != []
-    if backend.database_url is not None:  # the threads are in Postgres, sealed, not in the data dir
+    if backend.database_url is None:
+        assert _held(data, backend, alice_texts) != []
+    else:  # the threads are in Postgres, sealed, not in the data dir
         import psycopg
+
+        # Profile values, audit queries and memory text are sealed: no row holds them plain.
+        assert _held(data, backend, alice_texts) == []
+        exported = ok(run(data, "users", "export", "alice", **env))
+        assert "Tiramisu" in exported and "sourdough starter" in exported
 
         with psycopg.connect(backend.database_url) as conn:
             keys = conn.execute("SELECT count(*) FROM thread_keys").fetchone()

@@ -19,6 +19,7 @@ import pytest
 from memora.api import Memora
 from memora.models import MemorySource, MemoryUnit
 from memora.storage.rows import COLUMNS, ColumnTypes, row_values, table_statements
+from memora.storage.rows_postgres import SCHEMA_VERSION
 from memora.storage.sealing import new_key
 from tests.conftest import Backend, Services, postgres_backend
 from tests.integration.test_cli import ok, run
@@ -163,5 +164,5 @@ def test_a_store_of_plain_texts_is_sealed_when_it_opens(
     assert _held(services, url, [b"Lin Yuting"]) == []
     with psycopg.connect(url) as conn:
         version = conn.execute("SELECT version FROM schema_version WHERE component = 'rows'")
-        assert version.fetchone() == (2,)
+        assert version.fetchone() == (SCHEMA_VERSION,)
     memora.close()

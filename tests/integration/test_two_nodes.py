@@ -101,9 +101,11 @@ def test_neither_node_keeps_memory_text_in_its_data_dir(
     for node in ("node-a", "node-b"):
         root = tmp_path / node
         assert not root.exists() or files_containing(root, texts) == []
-    # Memory text is sealed in Postgres too (test_postgres_shredding.py); profiles are not.
+    # Memory text and profile values are sealed in Postgres too (test_postgres_shredding.py,
+    # test_postgres_user_sealing.py), and read back on either node.
     assert tables_containing(shared.database_url or "", "named Mochi") == []
-    assert tables_containing(shared.database_url or "", "Tiramisu") == ["profile"]
+    assert tables_containing(shared.database_url or "", "Tiramisu") == []
+    assert a.get_profile("alice") == {"nickname": "Tiramisu"}
 
 
 def test_the_vector_lock_is_held_across_nodes(nodes: tuple[Memora, Memora]) -> None:
