@@ -30,10 +30,6 @@ class RelationThresholds:
     decision was trained on unrelated pairs too."""
     replace: float = 0.7
     """Least probability of update + restatement for the decision to replace a memory."""
-    restatement: float = 0.9
-    """Probability of restatement above which a candidate is skipped even where the rules read
-    a new value in it; below it, the rules' update stands (it loses nothing: the old wording
-    stays as history)."""
     veto: float = 0.97
     """Probability of distinct above which a replacement the rules chose is undone."""
 
@@ -54,7 +50,10 @@ class TrainedReconciler:
     def decide(self, candidate: MemoryCandidate, neighbours: list[Neighbour]) -> ReconcileDecision:
         """Return SKIP, UPDATE (of one memory), KEEP_BOTH or CREATE for ``candidate``.
 
-        A restatement is skipped, so the memory keeps its first wording and its history.
+        The same words again (up to filler, spelling and order, as the rules read them) are
+        skipped. A restatement in other words replaces the memory it
+        restates, like a new value does: of several statements of one fact the newest is the
+        one kept, and the older wording stays in its history.
         """
         for neighbour in neighbours:
             if same_text(neighbour.memory.content, candidate.content):
@@ -65,8 +64,8 @@ class TrainedReconciler:
                 )
         near = [n for n in neighbours if n.similarity >= self.thresholds.gate]
         ruled = self.rules.decide(candidate, neighbours)
-        if not near:
-            return ruled
+        if not near or ruled.action is ReconcileAction.SKIP:
+            return ruled  # the rules skip the same words again (filler, spelling, order)
         structure = np.stack([pair_structure(n.memory.content, candidate.content) for n in near])
         probabilities = self.judge.relation(
             [n.memory.content for n in near], candidate.content, structure
@@ -79,21 +78,16 @@ class TrainedReconciler:
         if update[best] + restatement[best] >= self.thresholds.replace and (
             relate(chosen.memory.content, candidate.content) is not Relation.DISTINCT
         ):
-            rules_replace = ruled.action is ReconcileAction.UPDATE and (
-                chosen.memory.id in ruled.target_ids
-            )
-            if restatement[best] > update[best] and (
-                restatement[best] >= self.thresholds.restatement or not rules_replace
-            ):
-                return ReconcileDecision(
-                    action=ReconcileAction.SKIP,
-                    target_ids=[chosen.memory.id],
-                    rationale="says what a memory already says (trained relation)",
-                )
+            says_again = restatement[best] > update[best]
             return ReconcileDecision(
                 action=ReconcileAction.UPDATE,
                 target_ids=[chosen.memory.id],
-                rationale="states a new value for the same fact (trained relation)",
+                rationale=(
+                    "says a memory again in other words: the newest wording is kept"
+                    if says_again
+                    else "states a new value for the same fact"
+                )
+                + " (trained relation)",
             )
         if ruled.action is not ReconcileAction.UPDATE:
             return ruled
