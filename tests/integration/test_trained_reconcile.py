@@ -62,10 +62,31 @@ def test_a_new_value_replaces_only_the_memory_it_updates(memora: Memora) -> None
     assert "The user's brother lives in Leeds." in active
 
 
-def test_a_restatement_keeps_the_first_wording(memora: Memora) -> None:
-    _add(memora, "The user is allergic to penicillin.", 0)
-    assert _add(memora, "The user has a penicillin allergy.", 1) is ReconcileAction.SKIP
-    assert _active(memora) == ["The user is allergic to penicillin."]
+def test_a_restatement_keeps_the_newest_wording_and_the_old_as_history(memora: Memora) -> None:
+    first = memora.add("u", "The user is allergic to penicillin.", source=SOURCE)
+    again = memora.add("u", "The user has a penicillin allergy.", source=SOURCE)
+    assert again.action is ReconcileAction.UPDATE
+    assert _active(memora) == ["The user has a penicillin allergy."]
+    chain = memora.chain("u", again.memory_id or "")
+    assert [unit.id for unit in chain] == [first.memory_id, again.memory_id]
+
+
+def test_the_same_words_again_are_skipped(memora: Memora) -> None:
+    _add(memora, "The user works remotely on Fridays.", 0)
+    assert _add(memora, "the user works remotely on fridays", 1) is ReconcileAction.SKIP
+    assert _active(memora) == ["The user works remotely on Fridays."]
+
+
+def test_a_first_person_fact_about_the_same_topic_supersedes_nothing(memora: Memora) -> None:
+    facts = [
+        "My orchestra uniform is a black shirt",
+        "I want to perform a solo with the orchestra someday",
+        "I bought a new bow before the orchestra concert",
+        "Playing in an orchestra helps me relax after work",
+    ]
+    for day, fact in enumerate(facts):
+        assert _add(memora, fact, day) is not ReconcileAction.UPDATE, fact
+    assert len(_active(memora)) == len(facts)
 
 
 def test_the_rules_alone_are_used_when_asked_for(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from memora.models import MemoryCandidate, RejectionReason
 from memora.write.classifier import LLMMemoryClassifier
 from memora.write.importance import LLMImportanceScorer
 from memora.write.policy import apply_memory_policy
-from memora.write.reconcile import LLMReconciler, OfflineReconciler
+from memora.write.reconcile import LLMReconciler, OfflineReconciler, TrainedReconciler
 from tests.scripted import ScriptedStructuredModel
 
 PREFERENCE = MemoryCandidate(
@@ -60,7 +60,8 @@ def test_write_judge_setting_chooses_the_implementations(
         monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     memora = Memora(load_settings(data_dir=tmp_path, write_judge=judge))
     assert isinstance(memora.reconciler, LLMReconciler) is llm
-    assert isinstance(memora.reconciler, OfflineReconciler) is not llm
+    offline = (OfflineReconciler, TrainedReconciler)
+    assert isinstance(memora.reconciler, offline) is not llm
     assert isinstance(memora.importance, LLMImportanceScorer) is llm
     assert isinstance(memora.classifier, LLMMemoryClassifier) is llm
     memora.close()

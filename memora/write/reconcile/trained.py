@@ -17,7 +17,13 @@ from memora.judgement import Judgement
 from memora.models import MemoryCandidate, Neighbour, ReconcileAction, ReconcileDecision
 from memora.write.reconcile.offline import OfflineReconciler, Reconciler
 from memora.write.reconcile.pair_structure import pair_structure
-from memora.write.reconcile.structure import Relation, relate, same_text
+from memora.write.reconcile.structure import (
+    Relation,
+    has_contrast,
+    has_named_attribute,
+    relate,
+    same_text,
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,8 @@ class RelationThresholds:
     decision was trained on unrelated pairs too."""
     replace: float = 0.7
     """Least probability of update + restatement for the decision to replace a memory."""
+    restatement_gate: float = 0.6
+    """Least cosine for the decision to read a pair as the same fact said again."""
     veto: float = 0.97
     """Probability of distinct above which a replacement the rules chose is undone."""
 
@@ -75,10 +83,10 @@ class TrainedReconciler:
         distinct, update, restatement = probabilities.T
         best = int(np.argmax(update + restatement))
         chosen = near[best]
-        if update[best] + restatement[best] >= self.thresholds.replace and (
-            relate(chosen.memory.content, candidate.content) is not Relation.DISTINCT
+        if update[best] + restatement[best] >= self.thresholds.replace and self._confirmed(
+            chosen, candidate, ruled, says_again=restatement[best] > update[best]
         ):
-            says_again = restatement[best] > update[best]
+            says_again = bool(restatement[best] > update[best])
             return ReconcileDecision(
                 action=ReconcileAction.UPDATE,
                 target_ids=[chosen.memory.id],
@@ -98,4 +106,33 @@ class TrainedReconciler:
         return ReconcileDecision(
             action=ReconcileAction.KEEP_BOTH,
             rationale="a separate fact (trained relation), though worded alike",
+        )
+
+    def _confirmed(
+        self,
+        neighbour: Neighbour,
+        candidate: MemoryCandidate,
+        ruled: ReconcileDecision,
+        *,
+        says_again: bool,
+    ) -> bool:
+        """Whether what the rules read in the pair backs the decision's replacement.
+
+        The decision alone is too sure of itself on wordings its corpus lacks ("my orchestra
+        uniform is a black shirt" / "I bought a new bow before the concert" read as an
+        update), so a memory is replaced only where the rules replace it too, read the same
+        attribute of the same subject, or the candidate says that something changed; a
+        restatement needs the two texts to be close as well.
+        """
+        old, new = neighbour.memory.content, candidate.content
+        relation = relate(old, new)
+        if relation is Relation.DISTINCT:
+            return False
+        if says_again:
+            return neighbour.similarity >= self.thresholds.restatement_gate
+        return (
+            (ruled.action is ReconcileAction.UPDATE and neighbour.memory.id in ruled.target_ids)
+            or relation is Relation.SAME_ATTRIBUTE
+            or has_contrast(old, new)
+            or has_named_attribute(old, new)
         )
