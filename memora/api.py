@@ -111,7 +111,7 @@ class Memora(ForgetApprovals):
         self.classifier = classifier or (LLMMemoryClassifier(judge) if judge else None)
         self.clock = clock
         self.judge = trained_judgement(self.settings.judgement)
-        self.reconciler = reconciler or default_reconciler(judge, self.judge)
+        self.reconciler = reconciler or default_reconciler(judge, self.judge, self.settings)
         self.scrub_pending = False
         """A deletion's copy still waits in a write-ahead log that a reader in another
         process holds; :meth:`finish_scrub` (run by every forget, erase and close) clears it."""

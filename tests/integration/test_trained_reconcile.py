@@ -24,7 +24,7 @@ CITIES = ["Lyon", "Turin", "Graz", "Ghent", "Porto", "Bergen", "Cork", "Split", 
 
 @pytest.fixture
 def memora(tmp_path: Path) -> Iterator[Memora]:
-    memora = Memora(load_settings(data_dir=tmp_path, judgement="trained"))
+    memora = Memora(load_settings(data_dir=tmp_path, judgement="trained", reconciler="trained"))
     assert isinstance(memora.reconciler, TrainedReconciler), "the relation weights did not load"
     yield memora
     memora.close()
@@ -53,9 +53,7 @@ def test_a_new_value_replaces_only_the_memory_it_updates(memora: Memora) -> None
     _add(memora, "The user lives in Leeds.", 0)
     _add(memora, "The user works as a pharmacist.", 1)
     _add(memora, "The user's brother lives in Leeds.", 2)
-    assert _add(memora, "The user moved from Leeds to Bristol last month.", 3) is (
-        ReconcileAction.UPDATE
-    )
+    assert _add(memora, "The user moved to Bristol.", 3) is (ReconcileAction.UPDATE)
     active = _active(memora)
     assert "The user lives in Leeds." not in active
     assert "The user works as a pharmacist." in active
@@ -95,3 +93,19 @@ def test_the_rules_alone_are_used_when_asked_for(tmp_path: Path) -> None:
         assert isinstance(memora.reconciler, OfflineReconciler)
     finally:
         memora.close()
+
+
+def test_the_rules_reconcile_by_default(tmp_path: Path) -> None:
+    memora = Memora(load_settings(data_dir=tmp_path))
+    try:
+        assert isinstance(memora.reconciler, OfflineReconciler)
+    finally:
+        memora.close()
+
+
+@pytest.mark.xfail(
+    strict=True, reason="known miss: the decision reads a swapped city as another fact"
+)
+def test_a_swapped_value_without_a_change_word_replaces_the_old_one(memora: Memora) -> None:
+    _add(memora, "The user lives in Leeds.", 0)
+    assert _add(memora, "The user now lives in Bristol.", 1) is ReconcileAction.UPDATE

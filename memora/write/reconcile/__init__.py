@@ -7,6 +7,7 @@ embedding similarity), and one that asks the configured chat model for a structu
 
 from langchain_core.language_models import BaseChatModel
 
+from memora.config import Settings
 from memora.judgement import Judgement
 from memora.write.reconcile.model import LLMReconciler
 from memora.write.reconcile.offline import OfflineReconciler, Reconciler, ReconcileThresholds
@@ -14,12 +15,15 @@ from memora.write.reconcile.structure import Relation, relate, restates, same_te
 from memora.write.reconcile.trained import RelationThresholds, TrainedReconciler
 
 
-def default_reconciler(chat_judge: BaseChatModel | None, trained: Judgement | None) -> Reconciler:
-    """The chat model's verdicts when one judges writes, else the trained relation decision
-    where its weights load, else the rules."""
+def default_reconciler(
+    chat_judge: BaseChatModel | None, trained: Judgement | None, settings: Settings
+) -> Reconciler:
+    """The chat model's verdicts when one judges writes; else the trained relation decision
+    when the settings ask for it and its weights load; else the rules."""
     if chat_judge is not None:
         return LLMReconciler(chat_judge)
-    if trained is not None and trained.relation_model is not None:
+    wanted = settings.reconciler == "trained"
+    if wanted and trained is not None and trained.relation_model is not None:
         return TrainedReconciler(trained)
     return OfflineReconciler()
 
@@ -31,8 +35,8 @@ __all__ = [
     "Reconciler",
     "RelationThresholds",
     "TrainedReconciler",
-    "default_reconciler",
     "Relation",
+    "default_reconciler",
     "relate",
     "restates",
     "same_text",

@@ -36,8 +36,13 @@ class RelationThresholds:
     decision was trained on unrelated pairs too."""
     replace: float = 0.7
     """Least probability of update + restatement for the decision to replace a memory."""
-    restatement_gate: float = 0.6
+    restatement_gate: float = 0.8
     """Least cosine for the decision to read a pair as the same fact said again."""
+    gate_backed: float = 0.5
+    """Least cosine for the same slot (as structure reads it) to back a replacement: the
+    rules' own gate for it."""
+    contrast_backed: float = 0.65
+    """Least cosine for a change word alone to back a replacement: the rules' contrast gate."""
     veto: float = 0.97
     """Probability of distinct above which a replacement the rules chose is undone."""
 
@@ -130,9 +135,10 @@ class TrainedReconciler:
             return False
         if says_again:
             return neighbour.similarity >= self.thresholds.restatement_gate
+        close = neighbour.similarity >= self.thresholds.gate_backed
         return (
             (ruled.action is ReconcileAction.UPDATE and neighbour.memory.id in ruled.target_ids)
-            or relation is Relation.SAME_ATTRIBUTE
-            or has_contrast(old, new)
-            or has_named_attribute(old, new)
+            or (relation is Relation.SAME_ATTRIBUTE and close)
+            or (has_named_attribute(old, new) and close)
+            or (has_contrast(old, new) and neighbour.similarity >= self.thresholds.contrast_backed)
         )
