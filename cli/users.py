@@ -61,9 +61,7 @@ def users_erase(
     ] = None,
     token: Annotated[
         str | None,
-        typer.Option(
-            envvar="MEMORA_SERVER_TOKEN", help="The user's bearer token for --server."
-        ),
+        typer.Option(envvar="MEMORA_SERVER_TOKEN", help="The user's bearer token for --server."),
     ] = None,
 ) -> None:
     """Remove USER's memories, vectors, profile, audit and threads; print what was removed."""
