@@ -280,12 +280,12 @@ def test_scale_has_the_documented_keys(runs: dict[str, dict[str, Any]]) -> None:
 def test_a_peer_that_is_not_installed_gets_an_error_entry(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cli.evals import _run_systems
+    from cli.evals import run_systems
     from evals.locomo import run_locomo
 
     monkeypatch.setitem(sys.modules, "mem0", None)  # import mem0 now raises ImportError
     monkeypatch.setitem(sys.modules, "langmem", None)
-    results = _run_systems(
+    results = run_systems(
         run_locomo, _locomo_file(tmp_path / "locomo.json"), None, True, "questions", True
     )
     assert set(results) == SYSTEMS
