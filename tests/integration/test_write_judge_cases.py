@@ -184,7 +184,8 @@ def test_a_model_answering_the_labels_has_them_applied(model: Model, name: str) 
     judged = score_selection(items(name), write_judge="chat_model")
 
     assert judged["model_fallbacks"] == 0
-    assert judged["precision"] >= 0.95 and judged["recall"] >= 0.95
+    # The gate's recall is the ceiling: the model is never asked about what the gate refused.
+    assert judged["precision"] >= 0.95 and judged["recall"] == offline["recall"] >= 0.94
     # Every false store of the gate was put to the model and refused with its label's reason;
     # the gate's refusals stay (the model cannot lift them).
     before, after = offline["confusion"], judged["confusion"]
