@@ -34,7 +34,8 @@ MIN_ECHO_CHARS = 4
 def sensitive_values(text: str, keep: frozenset[str] = frozenset()) -> list[str]:
     """The sensitive values the detectors find in ``text`` (for chasing echoes of them)."""
     spans = sensitive_spans(text) if text and is_sensitive(text) else []
-    values = {text[start:end] for start, end in spans or []} - keep
+    values = {text[start:end] for start, end in spans or []}
+    values = {value for value in values if not any(value in kept for kept in keep)}
     return sorted(values, key=len, reverse=True)
 
 
@@ -66,7 +67,18 @@ def redact(
     spans = sensitive_spans(text) if is_sensitive(text) else []
     if spans is None:
         return Redacted(WHOLE, 1)
-    spans = [span for span in [*spans, *echoes, *judged] if text[span[0] : span[1]] not in keep]
+    kept = [
+        (match.start(), match.end())
+        for value in keep
+        if value
+        for match in re.finditer(re.escape(value), text)
+    ]
+    # A kept value stays whole: a span that cuts into it (half an id read as a code) is dropped.
+    spans = [
+        span
+        for span in [*spans, *echoes, *judged]
+        if not any(span[0] < end and start < span[1] for start, end in kept)
+    ]
     if not spans:
         return Redacted(text, 0) if _only_kept(text, keep) else Redacted(WHOLE, 1)
     merged: list[list[int]] = []

@@ -77,7 +77,7 @@ def _judged_values(
         if isinstance(message, HumanMessage):
             text = text_of(message)
             values |= {text[start:end] for start, end in judge.secret_value_spans(text)}
-    return {value for value in values if value.strip() and value not in keep}
+    return {value for value in values if value.strip() and not any(value in kept for kept in keep)}
 
 
 def redact_transcript(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
