@@ -14,12 +14,13 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import fcntl
 import functools
 import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -106,20 +107,27 @@ class ChromaVectorIndex:
         if self._collection is None:
             from langchain_chroma import Chroma
 
-            try:
-                client = _open_chroma(self.data_dir, self._chroma_url)
-                self._client = client
-                store = Chroma(
-                    client=client,
-                    collection_name=self.collection_name,
-                    collection_metadata={
-                        "hnsw:space": "cosine",
-                        "embedding_model": self.spec.model_id,
-                        "embedding_dimension": self.spec.dimension,
-                    },
-                )
-            except Exception as error:  # chromadb raises many types; all mean "unusable"
-                raise StoreError(f"cannot open the Chroma store: {error}") from None
+            for attempt in range(CHROMA_ATTEMPTS):
+                try:
+                    with self._open_lock():
+                        client = _open_chroma(self.data_dir, self._chroma_url)
+                        self._client = client
+                        store = Chroma(
+                            client=client,
+                            collection_name=self.collection_name,
+                            collection_metadata={
+                                "hnsw:space": "cosine",
+                                "embedding_model": self.spec.model_id,
+                                "embedding_dimension": self.spec.dimension,
+                            },
+                        )
+                    break
+                except Exception as error:  # chromadb raises many types; all mean "unusable"
+                    if attempt == CHROMA_ATTEMPTS - 1:
+                        raise StoreError(f"cannot open the Chroma store: {error}") from None
+                    logger.info("opening Chroma failed (%s); retrying", error)
+                    self._forget_half_open_client()
+                    time.sleep(0.05 * 2**attempt)
             metadata = store._collection.metadata or {}
             if metadata.get("embedding_model", self.spec.model_id) != self.spec.model_id:
                 raise EmbeddingMismatchError(
@@ -128,6 +136,37 @@ class ChromaVectorIndex:
                 )
             self._collection = store._collection
         return self._collection
+
+    @contextlib.contextmanager
+    def _open_lock(self) -> Iterator[None]:
+        """An exclusive ``flock`` while a persistent client opens.
+
+        Processes opening one new data dir at once race to create Chroma's own
+        tables ("table collections already exists"); a server needs no lock.
+        """
+        if self._chroma_url is not None:
+            yield
+            return
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with (self.data_dir / "chroma.open-lock").open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _forget_half_open_client(self) -> None:
+        """Drop a client whose opening failed, and chromadb's cached system for its path:
+        reusing that half-built system fails on every later call."""
+        self._client = None
+        self._collection = None
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        # chromadb keys a persistent client's system by its directory; other paths' stay.
+        identifier = str(self.data_dir / "chroma")
+        with SharedSystemClient._refcount_lock:
+            SharedSystemClient._identifier_to_system.pop(identifier, None)
+            SharedSystemClient._identifier_to_refcount.pop(identifier, None)
 
     def reopen(self) -> None:
         """Drop the Chroma client so the next use opens a fresh one.
