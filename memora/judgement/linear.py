@@ -8,6 +8,7 @@ every run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,59 @@ class SoftmaxModel:
             )
 
 
+@dataclass(frozen=True)
+class _Standardised:
+    """Training inputs centred and scaled, with one-hot targets and normalised row weights."""
+
+    x: np.ndarray
+    mean: np.ndarray
+    scale: np.ndarray
+    onehot: np.ndarray
+    row_weight: np.ndarray
+
+
+def _standardise(
+    features: np.ndarray, targets: np.ndarray, classes: int, class_weights: np.ndarray | None
+) -> _Standardised:
+    x = features.astype(np.float64)
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0) + 1e-6
+    x = (x - mean) / scale
+    rows = x.shape[0]
+    onehot = np.zeros((rows, classes))
+    onehot[np.arange(rows), targets] = 1.0
+    row_weight = np.ones(rows) if class_weights is None else class_weights[targets]
+    return _Standardised(x, mean, scale, onehot, row_weight / row_weight.sum())
+
+
+def _softmax_error(logits: np.ndarray, data: _Standardised) -> np.ndarray:
+    """The weighted cross-entropy gradient at the logits."""
+    logits -= logits.max(axis=1, keepdims=True)
+    exp = np.exp(logits)
+    probs = exp / exp.sum(axis=1, keepdims=True)
+    return (probs - data.onehot) * data.row_weight[:, None]
+
+
+def _adam(
+    params: list[np.ndarray],
+    gradients: Callable[[list[np.ndarray]], list[np.ndarray]],
+    steps: int,
+    learning_rate: float,
+) -> None:
+    """Full-batch Adam, updating ``params`` in place."""
+    moments = [np.zeros_like(p) for p in params]
+    squares = [np.zeros_like(p) for p in params]
+    beta1, beta2 = 0.9, 0.999
+    for step in range(1, steps + 1):
+        for i, grad in enumerate(gradients(params)):
+            moments[i] = beta1 * moments[i] + (1 - beta1) * grad
+            squares[i] = beta2 * squares[i] + (1 - beta2) * grad**2
+            corrected = moments[i] / (1 - beta1**step)
+            params[i] -= (
+                learning_rate * corrected / (np.sqrt(squares[i] / (1 - beta2**step)) + 1e-8)
+            )
+
+
 def train_softmax(
     features: np.ndarray,
     targets: np.ndarray,
@@ -94,34 +148,16 @@ def train_softmax(
     class_weights: np.ndarray | None = None,
 ) -> SoftmaxModel:
     """Fit weights to (rows, features) inputs and integer class ``targets``."""
-    x = features.astype(np.float64)
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0) + 1e-6
-    x = (x - mean) / scale
-    rows, width = x.shape
-    classes = len(labels)
-    onehot = np.zeros((rows, classes))
-    onehot[np.arange(rows), targets] = 1.0
-    row_weight = np.ones(rows) if class_weights is None else class_weights[targets]
-    row_weight = row_weight / row_weight.sum()
-    weights = np.zeros((width, classes))
-    bias = np.zeros(classes)
-    moments = [np.zeros_like(weights), np.zeros_like(bias)]
-    squares = [np.zeros_like(weights), np.zeros_like(bias)]
-    beta1, beta2 = 0.9, 0.999
-    for step in range(1, steps + 1):
-        logits = x @ weights + bias
-        logits -= logits.max(axis=1, keepdims=True)
-        exp = np.exp(logits)
-        probs = exp / exp.sum(axis=1, keepdims=True)
-        error = (probs - onehot) * row_weight[:, None]
-        grads = [x.T @ error + l2 * weights, error.sum(axis=0)]
-        for i, (param, grad) in enumerate(zip((weights, bias), grads, strict=True)):
-            moments[i] = beta1 * moments[i] + (1 - beta1) * grad
-            squares[i] = beta2 * squares[i] + (1 - beta2) * grad**2
-            corrected = moments[i] / (1 - beta1**step)
-            param -= learning_rate * corrected / (np.sqrt(squares[i] / (1 - beta2**step)) + 1e-8)
-    return SoftmaxModel(labels, weights, bias, mean, scale, encoder_id)
+    data = _standardise(features, targets, len(labels), class_weights)
+
+    def gradients(params: list[np.ndarray]) -> list[np.ndarray]:
+        weights, bias = params
+        error = _softmax_error(data.x @ weights + bias, data)
+        return [data.x.T @ error + l2 * weights, error.sum(axis=0)]
+
+    params = [np.zeros((data.x.shape[1], len(labels))), np.zeros(len(labels))]
+    _adam(params, gradients, steps, learning_rate)
+    return SoftmaxModel(labels, params[0], params[1], data.mean, data.scale, encoder_id)
 
 
 def train_hidden(
@@ -140,16 +176,22 @@ def train_hidden(
     """Fit one ReLU layer of ``units`` and a softmax over it (pairs of sentences need the
     interactions a linear model cannot draw: the same template with another date is another
     event, with another value is an update)."""
-    x = features.astype(np.float64)
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0) + 1e-6
-    x = (x - mean) / scale
-    rows, width = x.shape
-    classes = len(labels)
-    onehot = np.zeros((rows, classes))
-    onehot[np.arange(rows), targets] = 1.0
-    row_weight = np.ones(rows) if class_weights is None else class_weights[targets]
-    row_weight = row_weight / row_weight.sum()
+    data = _standardise(features, targets, len(labels), class_weights)
+    width, classes = data.x.shape[1], len(labels)
+
+    def gradients(params: list[np.ndarray]) -> list[np.ndarray]:
+        w1, b1, w2, b2 = params
+        pre = data.x @ w1 + b1
+        act = np.maximum(pre, 0.0)
+        error = _softmax_error(act @ w2 + b2, data)
+        back = (error @ w2.T) * (pre > 0)
+        return [
+            data.x.T @ back + l2 * w1,
+            back.sum(axis=0),
+            act.T @ error + l2 * w2,
+            error.sum(axis=0),
+        ]
+
     rng = np.random.default_rng(seed)
     params = [
         rng.normal(0.0, np.sqrt(2.0 / width), (width, units)),
@@ -157,26 +199,6 @@ def train_hidden(
         rng.normal(0.0, np.sqrt(1.0 / units), (units, classes)),
         np.zeros(classes),
     ]
-    moments = [np.zeros_like(p) for p in params]
-    squares = [np.zeros_like(p) for p in params]
-    beta1, beta2 = 0.9, 0.999
-    for step in range(1, steps + 1):
-        w1, b1, w2, b2 = params
-        pre = x @ w1 + b1
-        act = np.maximum(pre, 0.0)
-        logits = act @ w2 + b2
-        logits -= logits.max(axis=1, keepdims=True)
-        exp = np.exp(logits)
-        probs = exp / exp.sum(axis=1, keepdims=True)
-        error = (probs - onehot) * row_weight[:, None]
-        back = (error @ w2.T) * (pre > 0)
-        grads = [x.T @ back + l2 * w1, back.sum(axis=0), act.T @ error + l2 * w2, error.sum(axis=0)]
-        for i, grad in enumerate(grads):
-            moments[i] = beta1 * moments[i] + (1 - beta1) * grad
-            squares[i] = beta2 * squares[i] + (1 - beta2) * grad**2
-            corrected = moments[i] / (1 - beta1**step)
-            params[i] -= (
-                learning_rate * corrected / (np.sqrt(squares[i] / (1 - beta2**step)) + 1e-8)
-            )
+    _adam(params, gradients, steps, learning_rate)
     w1, b1, w2, b2 = params
-    return SoftmaxModel(labels, w2, b2, mean, scale, encoder_id, hidden=(w1, b1))
+    return SoftmaxModel(labels, w2, b2, data.mean, data.scale, encoder_id, hidden=(w1, b1))
