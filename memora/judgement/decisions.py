@@ -23,7 +23,8 @@ from memora.judgement.spans import candidate_spans, span_features
 log = logging.getLogger(__name__)
 
 WEIGHTS_DIR = Path(__file__).with_name("weights")
-_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
+_SENTENCE = re.compile(r"(?:[^.!?。！？\n]|[.!?](?=\S))+[.!?。！？]*")
+"""A sentence ends at a full stop followed by a space or the end: "44.17.62" is one value."""
 
 GATE_LABELS = (
     "store",
@@ -138,29 +139,37 @@ class Judgement:
         return self.secret_model.probabilities(secret_inputs(self.encoder.encode, texts))[:, 1]
 
     def secret_value_spans(self, text: str) -> list[tuple[int, int]]:
-        """Where the secret values of ``text`` are: in each sentence the model takes for one
-        holding a secret, every span the span decision cuts and at least its likeliest one."""
+        """Where the secret values of ``text`` are.
+
+        Each sentence the secret decision flags gives every span the span decision cuts and
+        at least its likeliest one. The context naming what a value opens is often in the
+        sentence before it ("Garage keypad changed. New one: 44.17.62"), so a sentence is
+        also read together with the one before it.
+        """
         if self.secret_model is None or self.span_model is None or not text.strip():
             return []
         sentences = [m for m in _SENTENCE.finditer(text) if m.group(0).strip()]
-        flagged = self.secret_probability([m.group(0) for m in sentences])
+        with_previous = [
+            text[sentences[i - 1].start() : m.end()] for i, m in enumerate(sentences) if i
+        ]
+        probabilities = self.secret_probability([m.group(0) for m in sentences] + with_previous)
+        alone, paired = probabilities[: len(sentences)], probabilities[len(sentences) :]
         found: list[tuple[int, int]] = []
-        for match, probability in zip(sentences, flagged, strict=True):
-            if probability < self.SECRET_TEXT:
-                continue
-            spans = candidate_spans(match.group(0))
-            if not spans:
-                found.append(match.span())
-                continue
-            rows = np.stack([span_features(match.group(0), span) for span in spans])
-            probs = self.span_model.probabilities(rows)[:, 1]
-            chosen = {int(probs.argmax())} | {
-                i for i, p in enumerate(probs) if p >= self.SECRET_SPAN
-            }
-            found += [
-                (match.start() + spans[i].start, match.start() + spans[i].end) for i in chosen
-            ]
+        for i, match in enumerate(sentences):
+            flagged = alone[i] >= self.SECRET_TEXT or (i > 0 and paired[i - 1] >= self.SECRET_TEXT)
+            if flagged:
+                found += self._value_spans(match.group(0), match.start())
         return found
+
+    def _value_spans(self, sentence: str, offset: int) -> list[tuple[int, int]]:
+        assert self.span_model is not None
+        spans = candidate_spans(sentence)
+        if not spans:
+            return [(offset, offset + len(sentence))]
+        rows = np.stack([span_features(sentence, span) for span in spans])
+        probs = self.span_model.probabilities(rows)[:, 1]
+        chosen = {int(probs.argmax())} | {i for i, p in enumerate(probs) if p >= self.SECRET_SPAN}
+        return [(offset + spans[i].start, offset + spans[i].end) for i in chosen]
 
 
 @cache

@@ -9,8 +9,11 @@ the words around a span, so the model learns its cues from the corpus.
 from __future__ import annotations
 
 import re
+import tomllib
 import zlib
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
 import numpy as np
 
@@ -20,16 +23,25 @@ _PIECE = re.compile(
     rf"[{HAN_CHARS}]+|[\u3040-\u30ff]+|[\uac00-\ud7af]+|[^\s{HAN_CHARS}\u3040-\u30ff\uac00-\ud7af]+"
 )
 _JOINED_DIGITS = re.compile(r"(?<![\w])\d(?:[ \-.]\d){3,}(?![\w])")
-_SPELLED = re.compile(
-    r"(?:\b(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)\b[\s,-]*){3,}",
-    re.IGNORECASE,
-)
+DIGIT_WORDS_FILE = Path(__file__).with_name("digit_words.toml")
+
+
+@cache
+def digit_word_runs() -> re.Pattern[str]:
+    """Three or more digit words in a row, in any language of ``digit_words.toml``."""
+    languages = tomllib.loads(DIGIT_WORDS_FILE.read_text("utf-8"))["languages"]
+    words = sorted({w for lang in languages.values() for w in lang["words"]}, key=len, reverse=True)
+    word = "|".join(re.escape(w) for w in words)
+    return re.compile(rf"(?:(?<!\w)(?:{word})(?!\w)[\s,-]*){{3,}}", re.IGNORECASE)
+
+
 _CJK_DIGITS = re.compile(r"[零〇一二三四五六七八九两]{4,}")
 _EDGE = "\"'“”‘’「」『』()[]{}<>.,;:!?。，；：！？、"
 _HAN_SPLIT = re.compile(r"[的是为為在用把：:，,。]")
 
 LEFT_BUCKETS = 1024
 RIGHT_BUCKETS = 256
+VALUE_BUCKETS = 512
 SHAPE_FEATURES = 10
 CONTEXT_CHARS = 24
 
@@ -46,7 +58,7 @@ class Span:
 def candidate_spans(text: str) -> list[Span]:
     """Every piece of ``text`` that could be a value, longest joined forms included."""
     spans: dict[tuple[int, int], Span] = {}
-    for pattern in (_JOINED_DIGITS, _SPELLED, _CJK_DIGITS):
+    for pattern in (_JOINED_DIGITS, digit_word_runs(), _CJK_DIGITS):
         for match in pattern.finditer(text):
             start, end = match.start(), match.end()
             value = text[start:end].rstrip(" ,-")
@@ -112,9 +124,16 @@ def _shape(value: str) -> np.ndarray:
 
 
 def span_features(text: str, span: Span) -> np.ndarray:
-    """Shape of the span, and hashed trigrams of the text just before and after it."""
+    """Shape of the span, hashed trigrams of its own characters (so the model learns that
+    "still" or "for" is a word around a value, not one), and hashed trigrams of the text just
+    before and after it."""
     left = text[max(0, span.start - CONTEXT_CHARS) : span.start]
     right = text[span.end : span.end + CONTEXT_CHARS // 2]
     return np.concatenate(
-        [_shape(span.value), _hashed(left, LEFT_BUCKETS), _hashed(right, RIGHT_BUCKETS)]
+        [
+            _shape(span.value),
+            _hashed(span.value, VALUE_BUCKETS),
+            _hashed(left, LEFT_BUCKETS),
+            _hashed(right, RIGHT_BUCKETS),
+        ]
     )
