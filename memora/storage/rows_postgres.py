@@ -23,7 +23,9 @@ how writers on several machines are kept in step:
   that held the keys with
   ``VACUUM FULL`` (a new file; the old one is truncated and unlinked), so no table
   or index file keeps a deleted key, and what the other files keep of the text is
-  ciphertext without a key. A rewrite costs time in proportion to the table (about
+  ciphertext without a key. The rewrite first waits for the transactions older than the
+  deletion, which would have it copy the deleted key (``memora.storage.key_rewrites``).
+  A rewrite costs time in proportion to the table (about
   75 ms per 10,000 keys measured here) and holds off every reader of it meanwhile,
   so the table is hash-partitioned by user into ``KEY_PARTITIONS`` parts and a
   deletion rewrites only its user's part.
@@ -41,6 +43,7 @@ import psycopg
 
 from memora.errors import StoreError
 from memora.models import MemoryStatus, MemoryUnit
+from memora.storage.key_rewrites import DELETED_BY, ensure_pending_table, older_transactions_ended
 from memora.storage.postgres import PostgresDatabase
 from memora.storage.rows import (
     COLUMNS,
@@ -54,14 +57,13 @@ from memora.storage.sql_rows import SqlRowStore
 from memora.storage.user_keys import (
     KEY_PARTITIONS,
     KEY_TABLE,
-    PENDING_SCHEMA,
     is_sealed,
     mark_rewrite,
     open_field,
     seal_field,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _CONTENT = COLUMNS.index("content")
 _METADATA = COLUMNS.index("metadata")
 _VECTOR_LOCK = 0x6D656D6F7261_01
@@ -144,17 +146,23 @@ def _seal_plain_metadata(conn: psycopg.Connection[Any]) -> None:
 _SEALED_FIELDS: list[str | Callable[[psycopg.Connection[Any]], None]] = [
     # Key partitions whose deleted keys wait for their rewrite (a process killed between
     # a forget's commit and its rewrite leaves the record; the next open finishes it).
-    PENDING_SCHEMA,
+    ensure_pending_table,
     "ALTER TABLE memories ALTER COLUMN metadata SET STATISTICS 0",
     _seal_plain_metadata,
 ]
 """Schema 3: metadata sealed like the text; key rewrites recorded until done."""
 _EVERY_PART = [
-    f"INSERT INTO pending_rewrites (relation) VALUES ('{KEY_TABLE}_{n}')"
+    "INSERT INTO pending_rewrites (relation, deleted_by)"
+    f" VALUES ('{KEY_TABLE}_{n}', txid_current())"
     for n in range(KEY_PARTITIONS)
 ]
 """From schema 2, every partition is rewritten once: no process recorded which ones held
 keys deleted before (a node killed before its rewrite)."""
+_DELETING_TRANSACTIONS: list[str | Callable[[psycopg.Connection[Any]], None]] = [
+    ensure_pending_table
+]
+"""Schema 4: a record names its deleting transaction, so a rewrite (a later one too) waits
+for the transactions older than it."""
 
 
 class PostgresRowStore(SqlRowStore):
@@ -172,13 +180,16 @@ class PostgresRowStore(SqlRowStore):
     def __init__(self, db: PostgresDatabase) -> None:
         super().__init__(db)
         older = self._version()
-        schema = [*_SCHEMA, *_SEALED_TEXT, *_SEALED_FIELDS]
+        schema = [*_SCHEMA, *_SEALED_TEXT, *_SEALED_FIELDS, *_DELETING_TRANSACTIONS]
         if older == 2:
-            schema = [*_SEALED_FIELDS, *_EVERY_PART]
-        if db.ensure_schema("rows", SCHEMA_VERSION, schema):
+            schema = [*_SEALED_FIELDS, *_DELETING_TRANSACTIONS, *_EVERY_PART]
+        elif older == 3:
+            schema = _DELETING_TRANSACTIONS
+        if db.ensure_schema("rows", SCHEMA_VERSION, schema) and older < 3:
             # The sealing left the plain texts and metadata in dead tuples of the new file.
             db.rewrite("memories")
-        # A process killed between a deletion's commit and its rewrite left the record.
+        # A process killed between a deletion's commit and its rewrite left the record, or
+        # its rewrite's wait for older transactions ran out.
         self.scrub()
 
     def _version(self) -> int:
@@ -190,29 +201,42 @@ class PostgresRowStore(SqlRowStore):
 
     def scrub(self) -> bool:
         """Rewrite the key partitions recorded as holding deleted keys (by this process or
-        by one that died before its rewrite), so no file keeps them.
+        by one that died before its rewrite, or whose wait ran out), so no file keeps them.
 
-        Idempotent: a record is deleted once its partition was rewritten after it was
-        made. What the other tables' free space keeps of a deleted memory is ciphertext
+        The rewrite first waits up to ``key_rewrites.HORIZON_WAIT_S`` for every transaction
+        older than the newest recorded deletion: ``VACUUM FULL`` would copy a deleted key
+        one of them may still see. Idempotent: the records read here are deleted only once
+        their partitions were rewritten after that wait settled; a record made meanwhile, or
+        one whose wait ran out, stays for the next scrub (at the next forget, erase, close
+        or open). What the other tables' free space keeps of a deleted memory is ciphertext
         without a key and ids, so they are left to autovacuum (a VACUUM of ``memories``
         and ``changes`` would add about 30 ms to a forget at 10,000 memories).
+
+        Returns:
+            False when a reader held a partition too long or an older transaction was
+            still open: a deleted key may stay in a file until the next scrub.
         """
-        pending = self.db.query_tuples(
-            "SELECT relation, max(seq) FROM pending_rewrites WHERE starts_with(relation, ?)"
-            " GROUP BY relation ORDER BY relation",
+        records = self.db.query_tuples(
+            f"SELECT seq, relation, {DELETED_BY} FROM pending_rewrites"
+            " WHERE starts_with(relation, ?)",
             (f"{KEY_TABLE}_",),
         )
-        if not pending:
+        if not records:
             return True
-        if not self.db.rewrite(*(row[0] for row in pending)):
+        with self.db.connection() as conn:
+            settled = older_transactions_ended(conn, max(int(row[2]) for row in records))
+        if not self.db.rewrite(*sorted({row[1] for row in records})):
             return False
-        with self.db.transaction() as conn:
-            for relation, seq in pending:
+        if settled:
+            # These records alone, not every seq up to the newest: a deletion committing
+            # after the read above may hold a lower seq (taken at its insert), and the
+            # rewrite may have copied its key before that commit.
+            with self.db.transaction() as conn:
                 conn.execute(
-                    "DELETE FROM pending_rewrites WHERE relation = ? AND seq <= ?",
-                    (relation, seq),
+                    "DELETE FROM pending_rewrites WHERE seq = ANY(?)",
+                    ([row[0] for row in records],),
                 )
-        return True
+        return settled
 
     def _stored_values(
         self, units: Sequence[MemoryUnit], keys: Sequence[bytes]

@@ -24,7 +24,6 @@ import asyncio
 import contextvars
 import os
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -37,7 +36,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from psycopg.rows import tuple_row
 
 from memora.errors import StoreError
-from memora.storage.user_keys import PENDING_SCHEMA
+from memora.storage.key_rewrites import DELETED_BY, ensure_pending_table, older_transactions_ended
 
 SUFFIX = "+sealed"
 """Appended to a sealed value's type (as LangGraph's own ``EncryptedSerializer`` does)."""
@@ -53,9 +52,6 @@ CREATE TABLE IF NOT EXISTS thread_keys (
 """
 _TURN_POLL_S = 0.01
 REWRITE_LOCK_TIMEOUT = "5s"
-HORIZON_WAIT_S = 5.0
-"""How long a key table rewrite waits for older transactions before it runs anyway (the
-deleted keys may then stay in the new file until the next rewrite)."""
 
 
 class SealedText:
@@ -85,7 +81,7 @@ class ThreadKeys:
         self._by_id: dict[bytes, bytes] = {}
         with self._lock:
             self._conn.execute(_SCHEMA)
-            self._conn.execute(PENDING_SCHEMA)
+            ensure_pending_table(self._conn)
             target = self._conn.execute(
                 "SELECT attstattarget FROM pg_attribute"
                 " WHERE attrelid = 'thread_keys'::regclass AND attname = 'key'"
@@ -94,9 +90,10 @@ class ThreadKeys:
                 # ANALYZE would copy sample keys into pg_statistic, which no deletion
                 # rewrites. Altered once: ALTER TABLE locks out every other node meanwhile.
                 self._conn.execute("ALTER TABLE thread_keys ALTER COLUMN key SET STATISTICS 0")
-            # A process killed between deleting keys and the rewrite left the record.
+            # A process killed between deleting keys and the rewrite left the record, or its
+            # rewrite's wait for older transactions ran out.
             if self._pending() is not None:
-                self._rewrite(None)
+                self._rewrite()
 
     def for_thread(self, thread_id: str) -> tuple[bytes, bytes]:
         """The thread's key id and key, made on its first save.
@@ -133,11 +130,11 @@ class ThreadKeys:
         """Delete these threads' keys and rewrite the key table so no file keeps them.
 
         Returns:
-            False when a reader held the table past the lock timeout (the keys are
+            False when a reader held the table past the lock timeout, or a transaction
+            older than the deletion outlasted ``key_rewrites.HORIZON_WAIT_S`` (the keys are
             deleted; their bytes stay in the table's file until the next rewrite).
         """
         with self._lock:
-            deleted_by = None
             if thread_ids:
                 with self._conn.transaction():
                     deleted = self._conn.execute(
@@ -145,10 +142,9 @@ class ThreadKeys:
                         (list(thread_ids),),
                     ).fetchall()
                     self._mark()
-                    deleted_by = self._transaction_id()
                 for row in deleted:
                     self._by_id.pop(bytes(_column(row, "key_id", 0)), None)
-            return self._rewrite(deleted_by)
+            return self._rewrite()
 
     def rotate(self, thread_ids: Sequence[str]) -> bool:
         """Give these threads new keys, reseal their checkpoint values under them, delete
@@ -185,40 +181,45 @@ class ThreadKeys:
                     made[new[0]] = new[1]
                 if retired:
                     self._mark()
-                rotated_by = self._transaction_id()
             for key_id in retired:
                 self._by_id.pop(key_id, None)
             self._by_id.update(made)  # the next read of these threads needs no query
-            return self._rewrite(rotated_by if retired else None)
-
-    def _transaction_id(self) -> int:
-        row = self._conn.execute("SELECT txid_current() AS xid").fetchone()
-        assert row is not None
-        return int(_column(row, "xid", 0))
+            return self._rewrite()
 
     def _mark(self) -> None:
-        """Record, in the deleting transaction, that the key table waits for its rewrite."""
-        self._conn.execute(f"INSERT INTO pending_rewrites (relation) VALUES ('{KEY_TABLE}')")
+        """Record, in the deleting transaction, that the key table waits for its rewrite
+        once every transaction older than this one has ended."""
+        self._conn.execute(
+            "INSERT INTO pending_rewrites (relation, deleted_by)"
+            f" VALUES ('{KEY_TABLE}', txid_current())"
+        )
 
-    def _pending(self) -> int | None:
-        """The newest record of a rewrite the key table waits for, if any."""
-        row = self._conn.execute(
-            "SELECT max(seq) AS seq FROM pending_rewrites WHERE relation = %s", (KEY_TABLE,)
-        ).fetchone()
-        seq = None if row is None else _column(row, "seq", 0)
-        return None if seq is None else int(seq)
+    def _pending(self) -> tuple[list[int], int] | None:
+        """The records of rewrites the key table waits for, if any, and the newest of their
+        deleting transactions."""
+        rows = (
+            self._conn.cursor(row_factory=tuple_row)
+            .execute(
+                f"SELECT seq, {DELETED_BY} FROM pending_rewrites WHERE relation = %s",
+                (KEY_TABLE,),
+            )
+            .fetchall()
+        )
+        if not rows:
+            return None
+        return [int(row[0]) for row in rows], max(int(row[1]) for row in rows)
 
-    def _rewrite(self, deleted_by: int | None) -> bool:
+    def _rewrite(self) -> bool:
         """``VACUUM FULL`` the key table (the caller holds the lock), then drop the records
         of the rewrites it did (idempotent: one left by a killed process is done again).
 
         The rewrite copies a deleted row that an open transaction may still see, old
         key included; so it first waits for every transaction of this database older
-        than ``deleted_by`` (the deleting transaction's id) to end; past that wait the
-        record stays, so the next rewrite runs again.
+        than the recorded deletions to end (``memora.storage.key_rewrites``); past that
+        wait the records stay, so the next rewrite (or the next open) runs again.
         """
-        settled = deleted_by is None or self._older_transactions_ended(deleted_by)
         pending = self._pending()
+        settled = pending is None or older_transactions_ended(self._conn, pending[1])
         self._conn.execute(f"SET lock_timeout = '{REWRITE_LOCK_TIMEOUT}'")
         try:
             self._conn.execute("VACUUM FULL thread_keys")
@@ -227,34 +228,9 @@ class ThreadKeys:
         finally:
             self._conn.execute("RESET lock_timeout")
         if settled and pending is not None:
-            self._conn.execute(
-                "DELETE FROM pending_rewrites WHERE relation = %s AND seq <= %s",
-                (KEY_TABLE, pending),
-            )
+            # These records alone: one committed since the read above may have been copied.
+            self._conn.execute("DELETE FROM pending_rewrites WHERE seq = ANY(%s)", (pending[0],))
         return settled
-
-    def _older_transactions_ended(self, xid: int) -> bool:
-        """Whether, within ``HORIZON_WAIT_S``, no other session of this database holds a
-        snapshot or a transaction from before transaction ``xid`` committed.
-
-        Autovacuum's workers are left out: a vacuum's snapshot keeps no row alive.
-        """
-        deadline = time.monotonic() + HORIZON_WAIT_S
-        xid32 = str(xid % 2**32)
-        while True:
-            row = self._conn.execute(
-                "SELECT count(*) AS older FROM pg_stat_activity"
-                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                " AND backend_type <> 'autovacuum worker'"
-                " AND (age(backend_xmin) >= age(%s::text::xid)"
-                " OR age(backend_xid) >= age(%s::text::xid))",
-                (xid32, xid32),
-            ).fetchone()
-            if row is not None and _column(row, "older", 0) == 0:
-                return True
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.02)
 
 
 _SEALED_ROWS = {

@@ -14,10 +14,12 @@ destroys:
   the partition is rewritten, so what redacted queries and dropped requests left in
   free space is ciphertext without a key.
 
-A deletion of keys records its partition in ``pending_rewrites`` in its own
-transaction; the rewrite (``VACUUM FULL``) deletes the record once done, and a
-process that finds records left (one killed between the two) finishes them when
-it opens the store or at the next forget (:meth:`PostgresRowStore.scrub`).
+A deletion of keys records its partition and its transaction id in ``pending_rewrites``
+in its own transaction; the rewrite (``VACUUM FULL``) deletes the record once done and
+settled (``memora.storage.key_rewrites``: no transaction older than the deletion was left
+to see the deleted key), and a process that finds records left (one killed between the
+two, or one whose wait ran out) finishes them when it opens the store, at the next forget
+or at close (:meth:`PostgresRowStore.scrub`).
 
 A sealed value is text (``sealed:`` and base64), so the columns keep their types and a
 value written before sealing (no prefix) is read as it is.
@@ -38,11 +40,6 @@ USER_KEY_ID = ""
 SEALED_PREFIX = "sealed:"
 KEY_TABLE = "vector_keys"
 KEY_PARTITIONS = 64
-PENDING_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS pending_rewrites"
-    " (seq BIGSERIAL PRIMARY KEY, relation TEXT NOT NULL)"
-)
-"""Key tables (or partitions) whose deleted keys wait for a rewrite."""
 
 USER_SEALED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "profile": (("key",), ("value",)),
@@ -90,8 +87,13 @@ def key_partition_sql(parameter: str = "?") -> str:
 
 def mark_rewrite(conn: Any, user_id: str) -> None:
     """Record, inside the deleting transaction, that the user's key partition must be
-    rewritten (``conn`` takes ``?`` placeholders)."""
-    conn.execute(f"INSERT INTO pending_rewrites (relation) {key_partition_sql()}", (user_id,))
+    rewritten once every transaction older than this one has ended (``conn`` takes ``?``
+    placeholders)."""
+    conn.execute(
+        "INSERT INTO pending_rewrites (relation, deleted_by)"
+        f" SELECT part, txid_current() FROM ({key_partition_sql()}) AS chosen(part)",
+        (user_id,),
+    )
 
 
 def user_key(conn: Any, user_id: str, *, exclusive: bool = False) -> bytes:

@@ -16,6 +16,7 @@ import psycopg
 import pytest
 
 from memora.api import Memora
+from memora.storage.rows_postgres import SCHEMA_VERSION as ROWS_VERSION
 from memora.storage.user_keys import USER_KEY_ID
 from tests.integration.test_forgetting import _bulk
 from tests.integration.test_postgres_shredding import FORGOTTEN, KEPT, _backend, _held
@@ -155,5 +156,5 @@ def test_a_database_of_the_schema_before_is_sealed_when_it_opens(
     assert _held(services, url, [*NEEDLES, GHOST_KEY]) == []
     with psycopg.connect(url) as conn:
         versions = dict(conn.execute("SELECT component, version FROM schema_version").fetchall())
-    assert versions["rows"] == 3 and versions["profile"] == versions["audit"] == 2
+    assert versions["rows"] == ROWS_VERSION and versions["profile"] == versions["audit"] == 2
     reopened.close()
