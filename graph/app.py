@@ -13,9 +13,13 @@ from typing import Any
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.builder import RECURSION_LIMIT, builder, durability_for
+from graph.runtime_records import refresh_from_a_run
 from memora.redaction import install_log_redaction
+from nodes.other_threads import after_blanking
 
 install_log_redaction()
+# A forget rewrites checkpoints; the runtime's own copies of the threads follow here.
+after_blanking(refresh_from_a_run)
 
 
 def _with_durability(input: Any, kwargs: dict[str, Any]) -> dict[str, Any]:

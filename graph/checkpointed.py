@@ -214,4 +214,4 @@ def delete_threads(agent: Any, thread_ids: list[str]) -> None:
 def forget_in_threads(agent: Any, user_id: str, ids: list[str], texts: list[str]) -> int:
     """Blank the turns of the user's threads that involved these deleted memories (a
     deletion made outside a chat turn); returns how many threads changed."""
-    return blank_in_threads(agent.checkpointer, user_id, Forgotten.of(ids, texts))
+    return len(blank_in_threads(agent.checkpointer, user_id, Forgotten.of(ids, texts)))

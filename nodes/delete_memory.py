@@ -13,7 +13,7 @@ from langgraph.runtime import Runtime
 from agent.forgotten import REMOVED, Forgotten, blanked_turns
 from memora.api import Memora
 from nodes.common import current_thread_id, library, owned_user_id
-from nodes.other_threads import blank_in_other_threads
+from nodes.other_threads import blank_in_other_threads, report_blanked, typed_in
 from nodes.state import Context, State
 
 
@@ -28,15 +28,21 @@ def delete_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         texts += _chain_texts(memora, user_id, memory_id)
         deleted += memora.forget(user_id, memory_id, actor="agent-approved")
     forgotten = Forgotten.of([*state.approved_forget_ids, *deleted], texts)
+    thread_id = current_thread_id()
+    elsewhere = blank_in_other_threads(user_id, thread_id, forgotten)
     update: dict[str, Any] = {
         "deleted_memory_ids": deleted,
         "reply": REMOVED,  # the model's answer spoke of it; finish says what was done
         "pending_actions": _without_words(state.pending_actions, set(state.approved_forget_ids)),
-        "scrubbed_threads": blank_in_other_threads(user_id, current_thread_id(), forgotten),
+        "scrubbed_threads": len(elsewhere),
     }
     blanked = blanked_turns(state.messages, forgotten)
     if blanked:
         update["messages"] = blanked
+    here = {thread_id: typed_in(state.messages, blanked)} if thread_id and blanked else {}
+    # This thread's own record follows its checkpoint when the run ends; the rest
+    # (the others' records, this one's earlier runs' input) only through the hooks.
+    report_blanked({**elsewhere, **here}, forgotten)
     if state.summary and forgotten.in_text(state.summary):
         update["summary"] = ""
     return update

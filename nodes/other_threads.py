@@ -13,6 +13,11 @@ A LangGraph server hands nodes its checkpointer behind an adapter that offers on
 async API (``alist``, ``aput``, ``aprune``). Nodes run in a worker thread meanwhile, so
 the same work is then done by coroutines on the checkpointer's own event loop, as
 LangGraph's async savers do for their own sync methods.
+
+A server's runtime may keep copies of a thread beside its checkpoints (``langgraph dev``
+keeps each thread's last values and each run's input): the blanking functions return
+what they blanked, and a forget in a run hands it to the hooks the server registered
+with :func:`after_blanking`, which know that runtime.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, copy_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
@@ -34,6 +39,37 @@ from memora.storage.sealed_threads import SealingSerializer
 
 logger = logging.getLogger("memora.nodes")
 T = TypeVar("T")
+
+Blanked = dict[str, list[str]]
+"""The threads a forget blanked: thread id -> what the user typed in the blanked turns
+(a runtime that records each run's input holds those words there too)."""
+AfterBlanking = Callable[[Blanked, Forgotten], None]
+_hooks: list[AfterBlanking] = []
+
+
+def after_blanking(hook: AfterBlanking) -> None:
+    """Have ``hook`` called after a forget in a run blanked threads (nodes cannot import
+    the server code that knows the runtime's own copies; ``graph.app`` registers it)."""
+    if hook not in _hooks:
+        _hooks.append(hook)
+
+
+def report_blanked(blanked: Blanked, forgotten: Forgotten) -> None:
+    """Hand the threads a forget in this run blanked to the registered hooks."""
+    if not blanked:
+        return
+    for hook in _hooks:
+        hook(blanked, forgotten)
+
+
+def typed_in(messages: Iterable[AnyMessage], blanked: Iterable[AnyMessage]) -> list[str]:
+    """What the user typed in the turns ``blanked`` replaces (read before blanking)."""
+    ids = {message.id for message in blanked}
+    return [
+        m.content
+        for m in messages
+        if isinstance(m, HumanMessage) and m.id in ids and isinstance(m.content, str)
+    ]
 
 
 def _saver() -> BaseCheckpointSaver[Any] | None:
@@ -58,27 +94,31 @@ def _newest_per_thread(checkpoints: Iterable[CheckpointTuple]) -> list[Checkpoin
     return list(newest.values())
 
 
-def blank_in_other_threads(user_id: str, current_thread: str | None, forgotten: Forgotten) -> int:
+def blank_in_other_threads(
+    user_id: str, current_thread: str | None, forgotten: Forgotten
+) -> Blanked:
     """Blank every turn of ``user_id``'s other threads that involved ``forgotten``.
 
     Returns:
-        How many threads were changed (0 when the run has no checkpointer).
+        The threads changed (none when the run has no checkpointer).
     """
     saver = _saver()
     if saver is None:
-        return 0
+        return {}
     if _async_only(saver):
         return _on_saver_loop(
-            saver, lambda: ablank_in_threads(saver, user_id, forgotten, current_thread), 0
+            saver, lambda: ablank_in_threads(saver, user_id, forgotten, current_thread), {}
         )
     return blank_in_threads(saver, user_id, forgotten, current_thread)
 
 
-def blank_outside_a_run(saver: BaseCheckpointSaver[Any], user_id: str, forgotten: Forgotten) -> int:
+def blank_outside_a_run(
+    saver: BaseCheckpointSaver[Any], user_id: str, forgotten: Forgotten
+) -> Blanked:
     """:func:`blank_in_threads` for a deletion made beside a server (its inspector, from a
     worker thread): an async-only checkpointer is driven on its own event loop."""
     if _async_only(saver):
-        return _on_saver_loop(saver, lambda: ablank_in_threads(saver, user_id, forgotten), 0)
+        return _on_saver_loop(saver, lambda: ablank_in_threads(saver, user_id, forgotten), {})
     return blank_in_threads(saver, user_id, forgotten)
 
 
@@ -125,23 +165,23 @@ def blank_in_threads(
     user_id: str,
     forgotten: Forgotten,
     skip_thread: str | None = None,
-) -> int:
+) -> Blanked:
     """Blank every turn of ``user_id``'s threads in ``saver`` that involved ``forgotten``
     (a deletion made outside a run: the CLI, the inspector, a store's approval).
 
     Returns:
-        How many threads were changed.
+        The threads changed.
     """
-    changed: list[str] = []
+    changed: Blanked = {}
     for newest in _newest_per_thread(saver.list(None)):
-        fields = _blanked(newest, user_id, forgotten, skip_thread)
-        if fields is not None:
+        blanked = _blanked(newest, user_id, forgotten, skip_thread)
+        if blanked is not None:
             thread_id = str(newest.config["configurable"]["thread_id"])
-            saver.put(*_rewritten(saver, newest, fields))
+            saver.put(*_rewritten(saver, newest, blanked[0]))
             _keep_latest(saver, thread_id)
-            changed.append(thread_id)
-    _rotate_keys(saver, changed)
-    return len(changed)
+            changed[thread_id] = blanked[1]
+    _rotate_keys(saver, list(changed))
+    return changed
 
 
 async def ablank_in_threads(
@@ -149,29 +189,30 @@ async def ablank_in_threads(
     user_id: str,
     forgotten: Forgotten,
     skip_thread: str | None = None,
-) -> int:
+) -> Blanked:
     """:func:`blank_in_threads` through the saver's async API (a server's checkpointer).
 
     Returns:
-        How many threads were changed.
+        The threads changed.
     """
-    changed: list[str] = []
+    changed: Blanked = {}
     for newest in _newest_per_thread([c async for c in saver.alist(None)]):
-        fields = _blanked(newest, user_id, forgotten, skip_thread)
-        if fields is not None:
+        blanked = _blanked(newest, user_id, forgotten, skip_thread)
+        if blanked is not None:
             thread_id = str(newest.config["configurable"]["thread_id"])
-            await saver.aput(*_rewritten(saver, newest, fields))
+            await saver.aput(*_rewritten(saver, newest, blanked[0]))
             await _akeep_latest(saver, thread_id)
-            changed.append(thread_id)
-    await _arotate_keys(saver, changed)
-    return len(changed)
+            changed[thread_id] = blanked[1]
+    await _arotate_keys(saver, list(changed))
+    return changed
 
 
 def _blanked(
     newest: CheckpointTuple, user_id: str, forgotten: Forgotten, skip_thread: str | None
-) -> dict[str, Any] | None:
+) -> tuple[dict[str, Any], list[str]] | None:
     """The channel values to save in a thread of ``user_id`` instead of its newest
-    checkpoint's, or None when the thread is another's, skipped, or has none of it."""
+    checkpoint's, with what the user typed in the blanked turns; None when the thread is
+    another's, skipped, or has none of it."""
     values = newest.checkpoint.get("channel_values") or {}
     thread_id = str(newest.config["configurable"]["thread_id"])
     if thread_id == skip_thread or values.get("owner_user_id") != user_id:
@@ -182,7 +223,7 @@ def _blanked(
     if not (blanked or fields):
         return None
     fields["messages"] = [blanked.get(m.id, m) for m in messages]
-    return fields
+    return fields, typed_in(messages, blanked.values())
 
 
 def keep_only_latest(thread_id: str | None) -> None:

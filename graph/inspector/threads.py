@@ -24,6 +24,7 @@ from langgraph_sdk.errors import NotFoundError
 from agent.forgotten import Forgotten
 from graph.builder import durability_for
 from graph.checkpointed import delete_threads, forget_in_threads, thread_records
+from graph.runtime_records import refresh
 from graph.thread_owners import PAGE, next_offset, owned, search_filter, thread_owner
 from memora.api import Memora
 from memora.errors import InvalidInput, NotFound, Unavailable
@@ -177,8 +178,8 @@ class ServerThreads:
         return {"thread_id": thread_id, "reply": values.get("reply") or ""}
 
     async def export(self, user_id: str) -> list[dict[str, Any]]:
-        """See ``Threads.export``: each thread's messages from its checkpoint, which a
-        deletion here rewrites (the runtime's thread record keeps its last run's values)."""
+        """See ``Threads.export``: each thread's messages from its checkpoint (the state a
+        run goes on from)."""
         exported = []
         for thread in await self._threads(user_id):
             state = await self._sdk().threads.get_state(thread["thread_id"])
@@ -201,12 +202,15 @@ class ServerThreads:
 
     async def forget_words(self, user_id: str, ids: list[str], texts: list[str]) -> int:
         """See ``Threads.forget_words``: the turns are blanked in the runtime's own
-        checkpointer, as an approved deletion in a chat turn blanks them."""
+        checkpointer, as an approved deletion in a chat turn blanks them, and then in the
+        runtime's records of those threads and their runs."""
         saver = await _runtime_checkpointer()
         if saver is None:
             return 0
         forgotten = Forgotten.of(ids, texts)
-        return await asyncio.to_thread(blank_outside_a_run, saver, user_id, forgotten)
+        blanked = await asyncio.to_thread(blank_outside_a_run, saver, user_id, forgotten)
+        await refresh(blanked, forgotten)
+        return len(blanked)
 
 
 async def _runtime_checkpointer() -> BaseCheckpointSaver[Any] | None:

@@ -4,10 +4,18 @@
 and asks about it in another; bob says the same in his. alice then forgets the memory in
 the inspector: every turn of hers that involved it is blanked in the runtime's own
 checkpoints (state and history), as an approved forget in a chat turn does; bob's stay.
+
+The runtime also keeps its own record of each thread (its last values, what
+``threads.search`` and ``threads.get`` return) and of each run (its input), pickled under
+the repository's ``.langgraph_api``: after a forget, in a chat turn or in the inspector,
+neither the API nor those files hold the fact. Those tests use a fact of their own (a
+made-up name), since earlier servers' records stay in ``.langgraph_api``.
 """
 
 from __future__ import annotations
 
+import json
+import random
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,7 +28,8 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 from agent.forgotten import REMOVED
 from tests.e2e.inspector_seed import CELLO
-from tests.e2e.langgraph_server import Server, langgraph_dev
+from tests.e2e.langgraph_server import REPO_ROOT, Server, langgraph_dev
+from tests.e2e.test_langgraph_dev import _files_holding
 
 SECRET = "test-secret-for-the-memora-inspector-forget-0123456789"
 ASSISTANT = "memora"
@@ -100,4 +109,85 @@ def test_a_deletion_in_the_servers_inspector_blanks_the_users_threads(server: Se
     exported = _api(server, "GET", "/export", "alice").json()
     assert "Kaohsiung" in str(exported["threads"]) and "cello" not in str(exported).lower()
     # The thread goes on.
+    _turn(alice, "Thanks, that is all.", asked)
+
+
+def _made_up_name() -> str:
+    syllables = ["ka", "lo", "mi", "ru", "te", "vo", "zi", "pa", "ne", "shu"]
+    return "Zo" + "".join(random.choice(syllables) for _ in range(5))
+
+
+def _in_records(client: SyncLangGraphClient, thread_ids: list[str], word: str) -> list[str]:
+    """Which of the runtime's records of these threads (search, get, their runs) hold ``word``."""
+    found = []
+    listed = [t for t in client.threads.search(limit=1000) if t["thread_id"] in thread_ids]
+    assert len(listed) == len(thread_ids), "threads.search should list every thread"
+    if word in json.dumps(listed, ensure_ascii=False):
+        found.append("threads.search")
+    for thread_id in thread_ids:
+        for where, record in [
+            ("threads.get", client.threads.get(thread_id)),
+            ("runs.list", client.runs.list(thread_id)),
+        ]:
+            if word in json.dumps(record, ensure_ascii=False, default=str):
+                found.append(f"{where} {thread_id}")
+    return found
+
+
+def _runtime_files_holding(word: str, *, until_gone: bool) -> list[str]:
+    """The runtime's files holding ``word`` once it has flushed (every 10 s): waits for
+    them to hold it (the control) or to lose it."""
+    runtime_files, needle = REPO_ROOT / ".langgraph_api", word.encode()
+    deadline = time.monotonic() + 40
+    while bool(_files_holding(runtime_files, needle)) == until_gone:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    return _files_holding(runtime_files, needle)
+
+
+def test_an_approved_forget_leaves_no_word_in_the_runtimes_records(server: Server) -> None:
+    """alice says a fact in thread A and forgets it in thread B: the runtime's records of
+    both (thread values, runs' input), through its API and in its files, lose it."""
+    alice = _sdk(server, "alice")
+    name = _made_up_name()
+    said = _turn(alice, f"Please remember that my cat is called {name}.")
+    forgetting = alice.threads.create()["thread_id"]
+    asked = {
+        "messages": [{"role": "user", "content": f"Please forget that my cat is called {name}."}]
+    }
+    alice.runs.wait(forgetting, ASSISTANT, input=asked)
+    assert alice.threads.get(forgetting)["status"] == "interrupted"
+    assert _in_records(alice, [said], name) != []  # the control: the records hold it
+    assert _runtime_files_holding(name, until_gone=False) != []  # the control: flushed
+
+    done = alice.runs.wait(forgetting, ASSISTANT, command={"resume": "yes"})
+    assert isinstance(done, dict) and "from 1 other conversation(s)" in done["reply"], done
+
+    assert _in_records(alice, [said, forgetting], name) == []
+    assert REMOVED in json.dumps(alice.threads.get(said)["values"])
+    assert alice.threads.get(said)["status"] == "idle"
+    assert _runtime_files_holding(name, until_gone=True) == []
+    _turn(alice, "Thanks, that is all.", said)  # the thread goes on
+
+
+def test_a_deletion_in_the_inspector_leaves_no_word_in_the_runtimes_records(
+    server: Server,
+) -> None:
+    """The same for a deletion in the server's inspector, which has no thread of its own:
+    both threads that involved the memory get fresh records."""
+    alice = _sdk(server, "alice")
+    name = _made_up_name()
+    told = _turn(alice, f"Please remember that my cat is called {name}.")
+    asked = _turn(alice, f"What is my cat called? Search your memory for {name}.")
+    memories = _api(server, "GET", "/memories", "alice").json()["memories"]
+    [memory] = [m for m in memories if name in m["content"]]
+    assert len(_in_records(alice, [told, asked], name)) >= 2  # the control
+    assert _runtime_files_holding(name, until_gone=False) != []
+
+    forgotten = _api(server, "DELETE", f"/memories/{memory['id']}", "alice")
+    assert forgotten.status_code == 200 and forgotten.json()["threads"] == 2, forgotten.text
+
+    assert _in_records(alice, [told, asked], name) == []
+    assert _runtime_files_holding(name, until_gone=True) == []
     _turn(alice, "Thanks, that is all.", asked)

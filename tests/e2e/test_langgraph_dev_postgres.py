@@ -24,6 +24,7 @@ from memora.api import Memora
 from tests.conftest import postgres_backend, tables_containing
 from tests.e2e.inspector_seed import CELLO
 from tests.e2e.langgraph_server import Server, langgraph_dev
+from tests.e2e.test_inspector_server_forget import _in_records
 from tests.e2e.test_langgraph_dev import (
     ASSISTANT,
     FORGET,
@@ -157,6 +158,8 @@ def test_an_approved_forget_leaves_no_word_of_it_in_any_thread_or_file_of_postgr
 
         assert _words_in(alice, said) == []
         assert _words_in(alice, forgetting) == []
+        for word in WORDS:  # the runtime's own records (thread values, runs' input) too
+            assert _in_records(alice, [said, forgetting], word) == []
         messages = alice.threads.get_state(forgetting)["values"]["messages"]
         assert REMOVED in [m["content"] for m in messages]
         assert _words_in(bob, bobs) != [], "bob's thread is his"
@@ -191,6 +194,7 @@ def test_the_servers_inspector_forgets_and_erases_through_the_sealed_checkpointe
         for thread_id in (told, asked):
             history = alice.threads.get_history(thread_id, limit=100)
             assert "cello" not in json.dumps([c["values"] for c in history]).lower()
+        assert _in_records(alice, [told, asked], "cello") == []
         assert held_in_files(services, database_url, [b"cello", *keys]) == []
 
         [kept] = _thread_keys(database_url, [told])

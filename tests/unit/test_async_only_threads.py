@@ -88,7 +88,7 @@ def test_the_threads_are_blanked_by_coroutines_on_the_savers_loop(
     _save(saver, "bobs", "bob")
     forgotten = Forgotten.of(["m1"], [FACT])
 
-    assert blank_outside_a_run(saver, "alice", forgotten) == 1
+    assert list(blank_outside_a_run(saver, "alice", forgotten)) == ["alices"]
 
     assert FACT not in _said(saver, "alices") and REMOVED in _said(saver, "alices")
     assert FACT in _said(saver, "bobs")
@@ -102,6 +102,6 @@ def test_without_a_loop_to_wait_for_the_threads_stay_with_a_warning(
     saver = AsyncOnly(None)
     _save(saver, "alices", "alice")
     with caplog.at_level(logging.WARNING, logger="memora.nodes"):
-        assert blank_outside_a_run(saver, "alice", Forgotten.of(["m1"], [FACT])) == 0
+        assert blank_outside_a_run(saver, "alice", Forgotten.of(["m1"], [FACT])) == {}
     assert "no event loop to wait for" in caplog.text
     assert FACT in _said(saver, "alices")
