@@ -96,8 +96,10 @@ class Judgement:
     """Gate probability of ``instruction`` needed to refuse a candidate as one."""
     SECRET_TEXT = 0.5
     """Sentence probability above which a text holds a secret."""
-    SECRET_SPAN = 0.5
-    """Span probability above which a value is cut from a transcript."""
+    SECRET_SPAN = 0.3
+    """Span probability above which a value is cut from a transcript, beside each flagged
+    sentence's likeliest span. On the corpora's held-out split, 0.3 instead of 0.5 cut every
+    value of 88.2% of secret texts instead of 86.5%, for 0.20 wrong cuts a text instead of 0.13."""
 
     def __init__(self, encoder: SentenceEncoder, weights_dir: Path = WEIGHTS_DIR) -> None:
         self.encoder = encoder
@@ -144,7 +146,7 @@ class Judgement:
         Each sentence the secret decision flags gives every span the span decision cuts and
         at least its likeliest one. The context naming what a value opens is often in the
         sentence before it ("Garage keypad changed. New one: 44.17.62"), so a sentence is
-        also read together with the one before it.
+        also read together with the one before it when that one holds no value itself.
         """
         if self.secret_model is None or self.span_model is None or not text.strip():
             return []
@@ -154,10 +156,13 @@ class Judgement:
         ]
         probabilities = self.secret_probability([m.group(0) for m in sentences] + with_previous)
         alone, paired = probabilities[: len(sentences)], probabilities[len(sentences) :]
+        flagged_alone = alone >= self.SECRET_TEXT
         found: list[tuple[int, int]] = []
         for i, match in enumerate(sentences):
-            flagged = alone[i] >= self.SECRET_TEXT or (i > 0 and paired[i - 1] >= self.SECRET_TEXT)
-            if flagged:
+            # A pair only flags a sentence whose predecessor is not flagged alone: after
+            # "My PIN is 4821." the pair holds that PIN, not a value of the next sentence.
+            by_context = i > 0 and not flagged_alone[i - 1] and paired[i - 1] >= self.SECRET_TEXT
+            if flagged_alone[i] or by_context:
                 found += self._value_spans(match.group(0), match.start())
         return found
 

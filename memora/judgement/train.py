@@ -60,6 +60,7 @@ SECRET_CORPORA = (
     "secrets_numbers.jsonl",
     "secrets_clear_words.jsonl",
     "secrets_more.jsonl",
+    "secrets_spans.jsonl",
 )
 RELATION_CORPORA = ("relations.jsonl", "relations_more.jsonl")
 UNRELATED_PAIRS = 1
@@ -256,8 +257,19 @@ def train_secret_span(encoder_id: str) -> tuple[SoftmaxModel, Report]:
             rows.append(span_features(text, span))
             targets.append(int(any(span.start < end and start < span.end for start, end in gold)))
             keys.append(text)
+    # One hidden layer: whether a word is the value depends on the word and its cue together
+    # ("still" after "password is" is not the password; "sunflowerfield" there is).
     model, report, _, _ = _fit(
-        "secret_span", SECRET_LABELS, np.stack(rows), np.array(targets), keys, encoder_id, l2=1e-3
+        "secret_span",
+        SECRET_LABELS,
+        np.stack(rows).astype(np.float32),
+        np.array(targets),
+        keys,
+        encoder_id,
+        trainer=train_hidden,
+        l2=1e-3,
+        units=32,
+        steps=300,
     )
     return model, report
 
@@ -347,13 +359,15 @@ CARD_DATA = {
     "or not to keep them, keep requests against refusals in ten languages, long-term goals "
     "against momentary wants, hedged facts about people, names and forms of address), "
     "corpora/injection.jsonl, and the examples of the rule files (memora/write/policy/rules)",
-    "secret": "corpora/secrets.jsonl, secrets_numbers.jsonl, secrets_clear_words.jsonl and "
-    "secrets_more.jsonl (number-heavy texts and numbers in words, chat-style secrets and their "
-    "look-alikes in 16 languages, with and without secrets), plus the store and sensitive "
-    "candidates of the gate corpora",
-    "secret_span": "corpora/secrets.jsonl, secrets_numbers.jsonl, secrets_clear_words.jsonl and "
-    "secrets_more.jsonl "
-    "(every candidate span of every text)",
+    "secret": "corpora/secrets.jsonl, secrets_numbers.jsonl, secrets_clear_words.jsonl, "
+    "secrets_more.jsonl and secrets_spans.jsonl (number-heavy texts and numbers in words, "
+    "chat-style secrets and their look-alikes in 16 languages, with and without secrets; "
+    "values that are ordinary words, one-time codes, digits spelled out in many languages, "
+    "several values in one text), plus the store and sensitive candidates of the gate corpora",
+    "secret_span": "corpora/secrets.jsonl, secrets_numbers.jsonl, secrets_clear_words.jsonl, "
+    "secrets_more.jsonl and secrets_spans.jsonl (every candidate span of every text); "
+    "one ReLU layer of 32 units over the span's shape and hashed character trigrams of the "
+    "span and of the text around it",
     "relation": "corpora/relations.jsonl and relations_more.jsonl (symmetric labels also read "
     "the other way round), plus as many pairs of unrelated statements of those corpora and as "
     "many pairs of one item's update against another item's old statement, both distinct; "
@@ -361,7 +375,10 @@ CARD_DATA = {
 }
 
 
-_MODEL_KIND = {"relation": "one ReLU layer of 64 units under a softmax"}
+_MODEL_KIND = {
+    "relation": "one ReLU layer of 64 units under a softmax",
+    "secret_span": "one ReLU layer of 32 units under a softmax",
+}
 
 
 def model_card(report: Report, encoder_id: str) -> str:

@@ -27,6 +27,11 @@ SECRETS = [
     ("Ferienwohnung WLAN: sonne-meer-2024 (steht am Router)", "sonne-meer-2024"),
     ("the answer to my bank's security question is Marmalade", "Marmalade"),
     ("公司後門的密碼鎖是 905127，別跟別人說", "905127"),
+    # What the value opens is said in the sentence before it; the value has full stops.
+    ("Shed lock got reset yesterday. It's now 52.08.17", "52.08.17"),
+    # Digits spelled out in German; a filler word between the cue and a plain-word value.
+    ("Die PIN für das Tablet ist sieben-null-drei-drei", "sieben-null-drei-drei"),
+    ("my streaming password is still marigoldbay, never changed it", "marigoldbay"),
 ]
 LOOK_ALIKES = [
     "The user audits firewall rules for a regional bank.",
@@ -65,6 +70,12 @@ def test_a_natural_secret_is_refused_and_cut(judge, text: str, value: str) -> No
     assert _verdict(judge, text) is RejectionReason.SENSITIVE_DATA
     cleaned = redact(text, judge=judge).text
     assert value not in cleaned
+
+
+def test_a_sentence_after_a_secret_keeps_its_words(judge) -> None:  # type: ignore[no-untyped-def]
+    cleaned = redact("My PIN is 5830. I like jasmine tea, remember.", judge=judge).text
+    assert "5830" not in cleaned
+    assert cleaned.endswith("I like jasmine tea, remember.")
 
 
 @pytest.mark.parametrize("text", LOOK_ALIKES)

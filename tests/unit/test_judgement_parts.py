@@ -51,6 +51,39 @@ def test_candidate_spans_offer_every_form_a_value_takes() -> None:
         assert "my flat is 12B and the door code is 4471"[span.start : span.end] == span.value
 
 
+def test_digit_words_of_every_listed_language_make_one_candidate_with_their_examples() -> None:
+    import tomllib
+
+    from memora.judgement.spans import DIGIT_WORDS_FILE
+
+    languages = tomllib.loads(DIGIT_WORDS_FILE.read_text("utf-8"))["languages"]
+    assert {"en", "de", "nl", "fr", "ru"} <= set(languages)
+    for name, language in languages.items():
+        for example in language["examples"]:
+            text = f"the lock opens with {example} tonight"
+            assert example in [span.value for span in candidate_spans(text)], name
+    # Two digit words are a number in a sentence, not a code.
+    assert not [s for s in candidate_spans("I have two three-legged cats") if " " in s.value]
+
+
+def test_a_value_with_full_stops_is_one_sentence_and_one_candidate() -> None:
+    from memora.judgement.decisions import _SENTENCE
+
+    text = "Garage keypad changed. New one: 44.17.62. Thanks!"
+    sentences = [m.group(0).strip() for m in _SENTENCE.finditer(text)]
+    assert sentences == ["Garage keypad changed.", "New one: 44.17.62.", "Thanks!"]
+    assert "44.17.62" in [span.value for span in candidate_spans(sentences[1])]
+
+
+def test_span_inputs_read_the_value_itself() -> None:
+    # Same shape, same words around: only the value's own characters tell "still" (a word
+    # around a value) from "tulip" (a value).
+    first, second = "the password is still now", "the password is tulip now"
+    [word] = [s for s in candidate_spans(first) if s.value == "still"]
+    [value] = [s for s in candidate_spans(second) if s.value == "tulip"]
+    assert not np.array_equal(span_features(first, word), span_features(second, value))
+
+
 def test_span_context_differs_where_the_words_around_differ() -> None:
     text = "room 4471 and code 4471"
     first, second = [s for s in candidate_spans(text) if s.value == "4471"]
