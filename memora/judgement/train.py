@@ -22,6 +22,7 @@ from memora.judgement.decisions import (
     RELATION_LABELS,
     SECRET_LABELS,
     WEIGHTS_DIR,
+    Judgement,
     gate_inputs,
     relation_inputs,
     secret_inputs,
@@ -223,7 +224,7 @@ def train_gate(
     store = GATE_LABELS.index("store")
     sensitive = GATE_LABELS.index("sensitive")
     kept = probs.argmax(axis=1) == store
-    kept &= probs[:, sensitive] < 0.3
+    kept &= probs[:, sensitive] < Judgement.GATE_SENSITIVE
     should = truth == store
     report.extra = {
         "store_precision": float((kept & should).sum() / max(kept.sum(), 1)),
