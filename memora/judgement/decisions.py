@@ -85,12 +85,8 @@ def weights_path(decision: str, encoder_slug: str) -> Path:
 class Judgement:
     """The trained decisions for one encoder; a decision without weights is ``None``."""
 
-    GATE_SENSITIVE = 0.5
-    """Gate probability of ``sensitive`` above which a candidate is refused as sensitive (the
-    secret decision refuses on its own too). On the gate corpora's held-out split 0.3, 0.4 and
-    0.5 all keep none of the 341 sensitive items; on the development sets 0.5 refuses fewer
-    texts that only look like secrets (42 of 120 instead of 50 on ``secrets_dev3``) and stores
-    none more."""
+    GATE_SENSITIVE = 0.3
+    """Gate probability of ``sensitive`` above which a candidate is refused as sensitive."""
     STORE_ODDS = 1.5
     """How much likelier ``store`` is taken to be than the corpora's mix says when ranking the
     gate's labels: the corpora hold more refusals per fact than conversations do. Chosen on the

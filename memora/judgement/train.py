@@ -22,7 +22,6 @@ from memora.judgement.decisions import (
     RELATION_LABELS,
     SECRET_LABELS,
     WEIGHTS_DIR,
-    Judgement,
     gate_inputs,
     relation_inputs,
     secret_inputs,
@@ -224,7 +223,7 @@ def train_gate(
     store = GATE_LABELS.index("store")
     sensitive = GATE_LABELS.index("sensitive")
     kept = probs.argmax(axis=1) == store
-    kept &= probs[:, sensitive] < Judgement.GATE_SENSITIVE
+    kept &= probs[:, sensitive] < 0.3
     should = truth == store
     report.extra = {
         "store_precision": float((kept & should).sum() / max(kept.sum(), 1)),
