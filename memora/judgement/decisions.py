@@ -86,7 +86,10 @@ class Judgement:
     """The trained decisions for one encoder; a decision without weights is ``None``."""
 
     GATE_SENSITIVE = 0.3
-    """Gate probability of ``sensitive`` above which a candidate is refused as sensitive."""
+    """Gate probability of ``sensitive`` above which a candidate is refused as sensitive. Low
+    on purpose: 0.5 refused fewer look-alikes (42 instead of 50 of 120 on ``secrets_dev3``)
+    but stored one more secret of an older set, and a secret refused twice costs less than
+    one kept."""
     STORE_ODDS = 1.5
     """How much likelier ``store`` is taken to be than the corpora's mix says when ranking the
     gate's labels: the corpora hold more refusals per fact than conversations do. Chosen on the
