@@ -33,8 +33,8 @@ class SealedAsyncPostgresSaver(AsyncPostgresSaver):
     """LangGraph's ``AsyncPostgresSaver`` with every value sealed under its thread's key.
 
     The keys live on a sync connection of their own (``ThreadKeys``, shared with ``memora
-    chat``); each save looks its key up in a worker thread, so the event loop never waits
-    on it.
+    chat``); each save, and each read of one thread, looks its key up in a worker thread,
+    so the event loop never waits on it.
     """
 
     serde: SealingSerializer
@@ -49,6 +49,24 @@ class SealedAsyncPostgresSaver(AsyncPostgresSaver):
     ) -> None:
         async with self.serde.asealing_for(str(config["configurable"]["thread_id"])):
             await super().aput_writes(config, writes, task_id, task_path)
+
+    async def aget_tuple(self, config: Any) -> Any:
+        await self._cache_key(config)
+        return await super().aget_tuple(config)
+
+    async def alist(
+        self, config: Any, *, filter: Any = None, before: Any = None, limit: Any = None
+    ) -> AsyncIterator[Any]:
+        await self._cache_key(config)
+        async for item in super().alist(config, filter=filter, before=before, limit=limit):
+            yield item
+
+    async def _cache_key(self, config: Any) -> None:
+        """Look the thread's key up in a worker thread: the saver opens values on its event
+        loop, where a lookup would wait while a key table rewrite holds the keys' connection."""
+        thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+        if thread_id is not None:
+            await asyncio.to_thread(self.serde.keys.cache_current, str(thread_id))
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete the thread and destroy its key (``ThreadKeys.destroy``): what Postgres
