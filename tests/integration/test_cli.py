@@ -28,6 +28,7 @@ import pytest
 from memora.api import Memora
 from memora.config import load_settings
 from memora.models import MemoryScope, MemorySource, MemoryType, MemoryUnit, utcnow
+from tests.integration.test_forgetting import files_containing
 
 MEMORA = Path(sys.executable).parent / "memora"
 if not MEMORA.exists():  # e.g. a venv whose python is a symlink elsewhere
@@ -150,9 +151,8 @@ def test_add_search_list_show_history_and_sensitive_rejection(data_dir: Path) ->
     assert "rejected: sensitive_data" in sensitive.stdout
     assert "accepted" not in sensitive.stdout
     assert "Traceback" not in sensitive.stderr
-    files = [path for path in data_dir.rglob("*") if path.is_file()]
-    assert any(path.name == "memora.db" for path in files)
-    assert [str(path) for path in files if b"482913" in path.read_bytes()] == []
+    assert (data_dir / "memora.db").is_file()
+    assert files_containing(data_dir, [b"482913"]) == []
 
     # search recalls only the current version
     assert b2 in ok(search)

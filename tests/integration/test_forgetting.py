@@ -36,9 +36,16 @@ SECRET_FACT = "My ex-husband Chen Wei lives in Taichung"
 
 
 def files_containing(root: Path, needles: list[bytes]) -> list[str]:
-    """Every file under ``root`` holding any of ``needles`` (SQLite WAL files included)."""
+    """Every file under ``root`` holding any of ``needles`` (SQLite WAL files included).
+
+    Chroma's HNSW ``length.bin`` is left out: chromadb writes it from an unzeroed buffer of
+    the process's heap (chroma-core/chroma issue 7688), so any text the process once held
+    can turn up there by chance, whatever Memora keeps; the README states this limit.
+    """
     found = []
     for path in sorted(root.rglob("*")):
+        if path.name == "length.bin" and path.parent.parent.name == "chroma":
+            continue
         if path.is_file():
             data = path.read_bytes()
             if any(needle in data for needle in needles):
