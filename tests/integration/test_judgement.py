@@ -32,6 +32,11 @@ SECRETS = [
     # Digits spelled out in German; a filler word between the cue and a plain-word value.
     ("Die PIN für das Tablet ist sieben-null-drei-drei", "sieben-null-drei-drei"),
     ("my streaming password is still marigoldbay, never changed it", "marigoldbay"),
+    # The sentence with the value is a secret on its own, the whole text less clearly so.
+    (
+        "Tu peux retenir que le code de mon casier est quatre-un-neuf-deux ? Juste au cas où.",
+        "quatre-un-neuf-deux",
+    ),
 ]
 LOOK_ALIKES = [
     "The user audits firewall rules for a regional bank.",
