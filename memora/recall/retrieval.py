@@ -168,6 +168,7 @@ def rank(
     half_life_days: float = 90.0,
     unrelated_cosine: float = 0.0,
     dense_weight: float = DENSE_WEIGHT,
+    newer_restatements_first: bool = True,
 ) -> list[RetrievedMemory]:
     """Rank a user's eligible memories for a query.
 
@@ -184,6 +185,8 @@ def rank(
             rescaled from it to 1 before the threshold and the restatement gate read them.
         dense_weight: The dense side's share of ``fused`` (the model's
             ``EmbeddingSpec.fusion_dense_weight``).
+        newer_restatements_first: Move a memory above the older restatements of it (what a
+            reader wants first); the write path, which judges every neighbour, skips it.
 
     Returns:
         Best first, at most ``limit``.
@@ -217,7 +220,8 @@ def rank(
     if keep.size > window:
         keep = keep[np.argpartition(-score[keep], window - 1)[:window]]
     order = keep[np.argsort(-score[keep], kind="stable")]
-    order = _newer_restatements_first(index, rows, order, unrelated_cosine)
+    if newer_restatements_first:
+        order = _newer_restatements_first(index, rows, order, unrelated_cosine)
     order = np.concatenate([exact, order])[:limit]
     return [
         RetrievedMemory(

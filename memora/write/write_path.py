@@ -77,6 +77,7 @@ def find_neighbours(
         thread_id=candidate.thread_id,
         unrelated_cosine=store.spec.unrelated_cosine,
         dense_weight=store.spec.fusion_dense_weight,
+        newer_restatements_first=False,
     )
     return [Neighbour(memory=hit.memory, similarity=hit.semantic_similarity) for hit in found]
 

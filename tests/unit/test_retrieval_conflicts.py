@@ -74,3 +74,18 @@ def test_same_time_restatements_keep_score_order(memora: Memora) -> None:
     ]
     old, new = memora.ingest(units)
     assert _ranked(memora, QUERY) == [old, new]
+
+
+def test_the_write_paths_neighbours_keep_score_order(memora: Memora) -> None:
+    """The reconciler judges every neighbour, so its search skips the reordering (a cost on
+    every write); a reader's search keeps it."""
+    from memora.models import MemoryCandidate
+    from memora.write.write_path import find_neighbours
+
+    old, new = _store(memora, OLD, NEW)
+    assert _ranked(memora, QUERY) == [new, old]
+    store = memora.store
+    candidate = MemoryCandidate(content=QUERY)
+    vector = memora.embeddings.embed_array([retrieval.dense_query_text(QUERY)])[0]
+    found = find_neighbours(store, "u", candidate, vector, _T0 + timedelta(days=30))
+    assert [n.memory.id for n in found][:2] == [old, new]
