@@ -62,11 +62,12 @@ class SealedAsyncPostgresSaver(AsyncPostgresSaver):
             yield item
 
     async def _cache_key(self, config: Any) -> None:
-        """Look the thread's key up in a worker thread: the saver opens values on its event
-        loop, where a lookup would wait while a key table rewrite holds the keys' connection."""
+        """Look the thread's key (without a thread, every key) up in a worker thread: the
+        saver opens values on its event loop, where a lookup would wait while a key table
+        rewrite holds the keys' connection."""
         thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
-        if thread_id is not None:
-            await asyncio.to_thread(self.serde.keys.cache_current, str(thread_id))
+        wanted = None if thread_id is None else str(thread_id)
+        await asyncio.to_thread(self.serde.keys.cache_current, wanted)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete the thread and destroy its key (``ThreadKeys.destroy``): what Postgres

@@ -114,15 +114,19 @@ class ThreadKeys:
         self._by_id[key_id] = key
         return key_id, key
 
-    def cache_current(self, thread_id: str) -> None:
-        """Read the thread's current key into this process's cache, if it has one, so that
-        opening its values needs no query (a server calls this in a worker thread before a
-        read, so its event loop never waits on the keys' connection)."""
+    def cache_current(self, thread_id: str | None = None) -> None:
+        """Read the current key of a thread (of every thread: ``None``) into this process's
+        cache, so that opening its values needs no query. A server calls this in a worker
+        thread before a read, so its event loop never waits on the keys' connection; a
+        listing of every thread (a forget's blanking) opens every thread's values anyway."""
         with self._lock:
-            row = self._conn.execute(
-                "SELECT key_id, key FROM thread_keys WHERE thread_id = %s", (thread_id,)
-            ).fetchone()
-        if row is not None:
+            if thread_id is None:
+                rows = self._conn.execute("SELECT key_id, key FROM thread_keys").fetchall()
+            else:
+                rows = self._conn.execute(
+                    "SELECT key_id, key FROM thread_keys WHERE thread_id = %s", (thread_id,)
+                ).fetchall()
+        for row in rows:
             self._by_id[bytes(_column(row, "key_id", 0))] = bytes(_column(row, "key", 1))
 
     def by_id(self, key_id: bytes) -> bytes | None:
