@@ -79,6 +79,8 @@ class ThreadKeys:
         self._conn = conn
         self._lock = threading.Lock()
         self._by_id: dict[bytes, bytes] = {}
+        self._current: dict[str, bytes] = {}
+        """The key id each thread was last seen with here (its key may since be gone)."""
         with self._lock:
             self._conn.execute(_SCHEMA)
             ensure_pending_table(self._conn)
@@ -110,24 +112,35 @@ class ThreadKeys:
                 "SELECT key_id, key FROM thread_keys WHERE thread_id = %s", (thread_id,)
             ).fetchone()
         assert row is not None  # inserted just above, or there already
+        return self._remember(thread_id, row)
+
+    def _remember(self, thread_id: str, row: Any) -> tuple[bytes, bytes]:
+        """Cache a ``(key_id, key)`` row as the thread's current key."""
         key_id, key = bytes(_column(row, "key_id", 0)), bytes(_column(row, "key", 1))
         self._by_id[key_id] = key
+        self._current[thread_id] = key_id
         return key_id, key
 
     def cache_current(self, thread_id: str | None = None) -> None:
         """Read the current key of a thread (of every thread: ``None``) into this process's
         cache, so that opening its values needs no query. A server calls this in a worker
         thread before a read, so its event loop never waits on the keys' connection; a
-        listing of every thread (a forget's blanking) opens every thread's values anyway."""
+        listing of every thread (a forget's blanking) opens every thread's values anyway.
+        A thread whose key this process already holds needs no query; one rotated by another
+        node since is still found by :meth:`by_id`."""
+        if thread_id is not None and self._current.get(thread_id) in self._by_id:
+            return
         with self._lock:
             if thread_id is None:
-                rows = self._conn.execute("SELECT key_id, key FROM thread_keys").fetchall()
+                rows = self._conn.execute("SELECT key_id, key, thread_id FROM thread_keys")
             else:
                 rows = self._conn.execute(
-                    "SELECT key_id, key FROM thread_keys WHERE thread_id = %s", (thread_id,)
-                ).fetchall()
-        for row in rows:
-            self._by_id[bytes(_column(row, "key_id", 0))] = bytes(_column(row, "key", 1))
+                    "SELECT key_id, key, thread_id FROM thread_keys WHERE thread_id = %s",
+                    (thread_id,),
+                )
+            found = rows.fetchall()
+        for row in found:
+            self._remember(str(_column(row, "thread_id", 2)), row)
 
     def by_id(self, key_id: bytes) -> bytes | None:
         """The key with this id, or None once its thread was deleted."""
@@ -176,7 +189,7 @@ class ThreadKeys:
         """
         with self._lock:
             retired: list[bytes] = []
-            made: dict[bytes, bytes] = {}
+            made: dict[str, tuple[bytes, bytes]] = {}
             with self._conn.transaction():
                 for thread_id in thread_ids:
                     row = self._conn.execute(
@@ -193,12 +206,13 @@ class ThreadKeys:
                     )
                     _reseal_thread(self._conn, thread_id, old, new)
                     retired.append(old[0])
-                    made[new[0]] = new[1]
+                    made[thread_id] = new
                 if retired:
                     self._mark()
             for key_id in retired:
                 self._by_id.pop(key_id, None)
-            self._by_id.update(made)  # the next read of these threads needs no query
+            for thread_id, new in made.items():  # the next read of these threads needs no query
+                self._remember(thread_id, new)
             return self._rewrite()
 
     def _mark(self) -> None:

@@ -52,6 +52,14 @@ def _held(services: Services, database_url: str, needles: list[bytes]) -> list[s
     return files_containing(base, needles) + files_containing(shared, needles)
 
 
+def assert_reads_without(memora: Memora, forgotten: str, remaining: int) -> None:
+    """The store still reads right after a forget: the memory is gone, the others stay and
+    are found."""
+    assert memora.get("alice", forgotten) is None
+    assert len(memora.list("alice")) == remaining
+    assert memora.search("alice", "fountain pens")[0].memory.content == KEPT
+
+
 def _backend(request: pytest.FixtureRequest) -> tuple[Services, Backend, str]:
     services: Services = request.getfixturevalue("services")
     backend = postgres_backend(request)

@@ -19,7 +19,13 @@ import pytest
 from memora.api import Memora
 from memora.storage.rows_postgres import SCHEMA_VERSION
 from tests.integration.test_forgetting import _bulk
-from tests.integration.test_postgres_shredding import FORGOTTEN, KEPT, _backend, _held
+from tests.integration.test_postgres_shredding import (
+    FORGOTTEN,
+    KEPT,
+    _backend,
+    _held,
+    assert_reads_without,
+)
 from tests.integration.test_postgres_user_sealing import _user_key
 
 
@@ -65,9 +71,7 @@ def test_a_key_an_older_snapshot_could_still_read_leaves_every_file_once_it_ends
     assert _pending_records(url) == 0
 
     reopened = Memora(backend.settings(tmp_path / "data"))
-    assert reopened.get("alice", forgotten) is None
-    assert len(reopened.list("alice")) == 51
-    assert reopened.search("alice", "fountain pens")[0].memory.content == KEPT
+    assert_reads_without(reopened, forgotten, 51)
     reopened.close()
 
 
