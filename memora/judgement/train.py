@@ -53,6 +53,8 @@ GATE_CORPORA = (
     "gate_intent.jsonl",
     "gate_hedged.jsonl",
     "gate_names.jsonl",
+    "gate_injection_facts.jsonl",
+    "gate_lookalikes.jsonl",
     "injection.jsonl",
 )
 SECRET_CORPORA = (
@@ -217,8 +219,19 @@ def train_gate(
     items = gate_items()
     rows = gate_inputs(encode, [c for c, _, _ in items], [m for _, m, _ in items])
     targets = np.array([GATE_LABELS.index(label) for _, _, label in items])
+    # One hidden layer: an instruction worded as a fact differs from a fact about security in
+    # how its words combine ("the user wants memories exported" against "the user exports logs
+    # at work"), which a linear reading of the sentence vector blurs.
     model, report, probs, truth = _fit(
-        "gate", GATE_LABELS, rows, targets, [m for _, m, _ in items], encoder_id, l2=1e-2
+        "gate",
+        GATE_LABELS,
+        rows,
+        targets,
+        [m for _, m, _ in items],
+        encoder_id,
+        trainer=train_hidden,
+        l2=1e-3,
+        units=64,
     )
     store = GATE_LABELS.index("store")
     sensitive = GATE_LABELS.index("sensitive")
@@ -357,7 +370,9 @@ CARD_DATA = {
     "gate": "corpora/gate_*.jsonl (multilingual, Chinese, contrasts, people, third parties, "
     "short first-person statements, number-heavy texts, facts said with a request to keep "
     "or not to keep them, keep requests against refusals in ten languages, long-term goals "
-    "against momentary wants, hedged facts about people, names and forms of address), "
+    "against momentary wants, hedged facts about people, names and forms of address, "
+    "instructions worded as facts, permissions and standing orders against facts that only "
+    "mention security, AI, deletion or authority, in 19 languages), "
     "corpora/injection.jsonl, and the examples of the rule files (memora/write/policy/rules)",
     "secret": "corpora/secrets.jsonl, secrets_numbers.jsonl, secrets_clear_words.jsonl, "
     "secrets_more.jsonl and secrets_spans.jsonl (number-heavy texts and numbers in words, "
@@ -376,6 +391,7 @@ CARD_DATA = {
 
 
 _MODEL_KIND = {
+    "gate": "one ReLU layer of 64 units under a softmax",
     "relation": "one ReLU layer of 64 units under a softmax",
     "secret_span": "one ReLU layer of 32 units under a softmax",
 }
