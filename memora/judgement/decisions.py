@@ -143,13 +143,12 @@ class Judgement:
             return np.zeros(len(texts))
         return self.secret_model.probabilities(secret_inputs(self.encoder.encode, texts))[:, 1]
 
-    def secret_value_spans(self, text: str) -> list[tuple[int, int]]:
-        """Where the secret values of ``text`` are.
+    def secret_sentences(self, text: str) -> list[re.Match[str]]:
+        """The sentences of ``text`` that hold a secret value.
 
-        Each sentence the secret decision flags gives every span the span decision cuts and
-        at least its likeliest one. The context naming what a value opens is often in the
-        sentence before it ("Garage keypad changed. New one: 44.17.62"), so a sentence is
-        also read together with the one before it when that one holds no value itself.
+        The context naming what a value opens is often in the sentence before it ("Garage
+        keypad changed. New one: 44.17.62"), so a sentence is also read together with the one
+        before it when that one holds no value itself.
         """
         if self.secret_model is None or self.span_model is None or not text.strip():
             return []
@@ -160,13 +159,21 @@ class Judgement:
         probabilities = self.secret_probability([m.group(0) for m in sentences] + with_previous)
         alone, paired = probabilities[: len(sentences)], probabilities[len(sentences) :]
         flagged_alone = alone >= self.SECRET_TEXT
+        # A pair only flags a sentence whose predecessor is not flagged alone: after
+        # "My PIN is 4821." the pair holds that PIN, not a value of the next sentence.
+        return [
+            match
+            for i, match in enumerate(sentences)
+            if flagged_alone[i]
+            or (i > 0 and not flagged_alone[i - 1] and paired[i - 1] >= self.SECRET_TEXT)
+        ]
+
+    def secret_value_spans(self, text: str) -> list[tuple[int, int]]:
+        """Where the secret values of ``text`` are: every span the span decision cuts in each
+        of its :meth:`secret_sentences`, and at least the likeliest one."""
         found: list[tuple[int, int]] = []
-        for i, match in enumerate(sentences):
-            # A pair only flags a sentence whose predecessor is not flagged alone: after
-            # "My PIN is 4821." the pair holds that PIN, not a value of the next sentence.
-            by_context = i > 0 and not flagged_alone[i - 1] and paired[i - 1] >= self.SECRET_TEXT
-            if flagged_alone[i] or by_context:
-                found += self._value_spans(match.group(0), match.start())
+        for match in self.secret_sentences(text):
+            found += self._value_spans(match.group(0), match.start())
         return found
 
     def _value_spans(self, sentence: str, offset: int) -> list[tuple[int, int]]:

@@ -7,9 +7,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memora.api import Memora
-from memora.models import MemoryUnit
+from memora.models import MemoryCandidate, MemoryUnit
 from memora.recall import retrieval
 from memora.storage.store import new_memory_id
+from memora.write.write_path import find_neighbours
 
 _T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -79,9 +80,6 @@ def test_same_time_restatements_keep_score_order(memora: Memora) -> None:
 def test_the_write_paths_neighbours_keep_score_order(memora: Memora) -> None:
     """The reconciler judges every neighbour, so its search skips the reordering (a cost on
     every write); a reader's search keeps it."""
-    from memora.models import MemoryCandidate
-    from memora.write.write_path import find_neighbours
-
     old, new = _store(memora, OLD, NEW)
     assert _ranked(memora, QUERY) == [new, old]
     store = memora.store

@@ -60,9 +60,9 @@ def trained_verdict(
     secret = float(judge.secret_probability([candidate.content])[0])
     if probabilities["sensitive"] >= judge.GATE_SENSITIVE or secret >= judge.SECRET_TEXT:
         return RejectionReason.SENSITIVE_DATA, "judge:sensitive"
-    if judge.secret_value_spans(candidate.content):
+    if judge.secret_sentences(candidate.content):
         # Redaction reads sentence by sentence, where a secret is not diluted by the
-        # sentences around it; what it would cut from a transcript is never stored either.
+        # sentences around it; a sentence it would cut from a transcript is never stored either.
         return RejectionReason.SENSITIVE_DATA, "judge:secret-value"
     odds = {
         label: p * (judge.STORE_ODDS if label == "store" else 1.0)
