@@ -110,15 +110,26 @@ def test_the_rules_alone_are_still_there_when_asked_for() -> None:
     assert judgement().gate_model is not None
 
 
+@pytest.mark.parametrize(
+    ("code", "message", "content"),
+    [
+        ("905127", "公司後門的密碼鎖是 905127，幫我記住", "使用者公司後門的密碼鎖是 905127"),
+        # A value spelled in words, in one sentence of a longer message.
+        (
+            "quatre-un-neuf-deux",
+            "Tu peux retenir que le code de mon casier est quatre-un-neuf-deux ? Juste au cas où.",
+            "Tu peux retenir que le code de mon casier est quatre-un-neuf-deux ? Juste au cas où.",
+        ),
+    ],
+    ids=["whole text", "one sentence"],
+)
 def test_a_turn_with_a_natural_secret_keeps_no_trace(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str, message: str, content: str
 ) -> None:
-    code = "905127"
-    message = f"公司後門的密碼鎖是 {code}，幫我記住"
     remember = _call(
         "remember_memory",
         {
-            "content": f"使用者公司後門的密碼鎖是 {code}",
+            "content": content,
             "memory_type": "semantic",
             "reason": "explicit_request",
         },
