@@ -65,7 +65,13 @@ SECRET_CORPORA = (
     "secrets_more.jsonl",
     "secrets_spans.jsonl",
 )
-RELATION_CORPORA = ("relations.jsonl", "relations_more.jsonl")
+RELATION_CORPORA = (
+    "relations.jsonl",
+    "relations_more.jsonl",
+    "relations_hard.jsonl",
+    "relations_series.jsonl",
+    "relations_people.jsonl",
+)
 UNRELATED_PAIRS = 1
 """Pairs of unrelated statements (distinct) added per labelled relation pair: neighbours found
 by search are often about something else, and the labelled pairs never are."""
@@ -385,8 +391,13 @@ CARD_DATA = {
     "secrets_more.jsonl and secrets_spans.jsonl (every candidate span of every text); "
     "one ReLU layer of 32 units over the span's shape and hashed character trigrams of the "
     "span and of the text around it",
-    "relation": "corpora/relations.jsonl and relations_more.jsonl (symmetric labels also read "
-    "the other way round), plus as many pairs of unrelated statements of those corpora and as "
+    "relation": "corpora/relations.jsonl, relations_more.jsonl, relations_hard.jsonl (pairs "
+    "that share most words yet are distinct, updates worded apart, restatements in other "
+    "words; 10 languages), relations_series.jsonl (pairs taken from series of one user's "
+    "memories: tallies, changing habits, growing lists, repeated events; 11 languages) and "
+    "relations_people.jsonl (notes about named people: other attributes, other people, new "
+    "holders of a role; 7 languages); symmetric labels also read the other way round; plus "
+    "as many pairs of unrelated statements of those corpora and as "
     "many pairs of one item's update against another item's old statement, both distinct; "
     "inputs add what the rules read in the pair (memora/write/reconcile/pair_structure.py)",
 }

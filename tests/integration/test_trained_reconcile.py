@@ -103,6 +103,24 @@ def test_the_rules_reconcile_by_default(tmp_path: Path) -> None:
         memora.close()
 
 
+def test_a_tally_that_grew_replaces_the_old_count(memora: Memora) -> None:
+    _add(memora, "The user owns 3 bonsai trees.", 0)
+    _add(memora, "The user's sister owns 2 cats.", 1)
+    assert _add(memora, "The user now has 5 bonsai trees after buying two more.", 2) is (
+        ReconcileAction.UPDATE
+    )
+    active = _active(memora)
+    assert "The user owns 3 bonsai trees." not in active
+    assert "The user's sister owns 2 cats." in active
+
+
+def test_practice_on_numbered_days_is_never_a_changed_quantity(memora: Memora) -> None:
+    for day in range(1, 5):
+        text = f"On 2026-04-0{day} the user practised the violin for {20 + day} minutes."
+        _add(memora, text, day)
+    assert len(_active(memora)) == 4
+
+
 @pytest.mark.xfail(
     strict=True, reason="known miss: the decision reads a swapped city as another fact"
 )

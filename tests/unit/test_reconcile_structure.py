@@ -18,7 +18,7 @@ from memora.write.reconcile import (
     restates,
     same_text,
 )
-from memora.write.reconcile.structure import occasions
+from memora.write.reconcile.structure import occasions, quantity_may_have_changed
 from tests.scripted import ScriptedByPrompt, ScriptedStructuredModel
 
 
@@ -276,3 +276,20 @@ def test_a_detail_after_the_value_is_not_another_value() -> None:
 )
 def test_what_follows_a_person_is_not_one_slot(old: str, new: str) -> None:
     assert relate(old, new) is not Relation.SAME_ATTRIBUTE
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "may_have_changed"),
+    [
+        ("The user has 4 houseplants.", "The user bought more and has 5 houseplants.", True),
+        ("The user wakes up at 7 a.m.", "The user now wakes up at 6:30.", True),
+        ("用户有2只猫。", "用户现在有3只猫。", True),
+        ("On 2026-05-01 the user swam 2 km.", "On 2026-05-02 the user swam 3 km.", False),
+        ("The user ran 5 km on Monday.", "The user ran 8 km on Friday.", False),
+        ("The user lives in Leeds.", "The user moved to 4 Elm Road.", False),
+    ],
+)
+def test_a_quantity_may_have_changed_only_off_numbered_days(
+    old: str, new: str, may_have_changed: bool
+) -> None:
+    assert quantity_may_have_changed(old, new) is may_have_changed

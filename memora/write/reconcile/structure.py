@@ -360,6 +360,23 @@ def _other_occasion(old_text: str, new_text: str) -> bool:
     return any(not key.startswith(_COARSE_OCCASIONS) for key in old_when ^ new_when)
 
 
+_DAY_OCCASIONS = ("date:", "day:", "month:", "weekday:", "zh_date:", "zh_weekday:")
+_DIGITS = re.compile(r"\d")
+
+
+def quantity_may_have_changed(old_text: str, new_text: str) -> bool:
+    """Both statements hold a number and neither is pinned to a day, date, weekday or month.
+
+    A count, amount or time of day can change ("has 4 houseplants" / "has 5 houseplants",
+    "wakes at 7 a.m." / "wakes at 8 a.m."); two numbered days are two occasions of something
+    repeated ("practised on 2026-10-01" / "on 2026-10-02").
+    """
+    if not (_DIGITS.search(old_text) and _DIGITS.search(new_text)):
+        return False
+    pinned = occasions(old_text) | occasions(new_text)
+    return not any(key.startswith(_DAY_OCCASIONS) for key in pinned)
+
+
 def _another_value(old: _Clause, new: _Clause) -> bool:
     """One subject, one many-valued relation, another single value ("speaks German").
 
