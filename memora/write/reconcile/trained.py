@@ -66,6 +66,7 @@ class TrainedReconciler:
         if ruled.action is ReconcileAction.SKIP:
             return ruled  # the rules skip the same words again (filler, spelling, order)
         replaced = set(ruled.target_ids) if ruled.action is ReconcileAction.UPDATE else set()
+        ruled_pairs = [n for n in neighbours if n.memory.id in replaced]
         changed = [
             n
             for n in neighbours
@@ -73,15 +74,19 @@ class TrainedReconciler:
             and n.similarity >= self.thresholds.quantity_gate
             and quantity_may_have_changed(n.memory.content, candidate.content)
         ]
-        ruled_pairs = [n for n in neighbours if n.memory.id in replaced]
-        read = self._read(self.judge, candidate, changed + ruled_pairs)
+        read = self._read(candidate, changed + ruled_pairs)
         if read is None:
             return ruled
         distinct, update, restatement = read.T
         says_update = (update > restatement) & (update + restatement >= self.thresholds.quantity)
         proposals = [i for i in range(len(changed)) if says_update[i]]
         if proposals:
-            return self._update(changed[max(proposals, key=lambda i: float(update[i]))])
+            best = changed[max(proposals, key=lambda i: float(update[i]))]
+            return ReconcileDecision(
+                action=ReconcileAction.UPDATE,
+                target_ids=[best.memory.id],
+                rationale="states a new value for the same fact (trained relation)",
+            )
         if ruled.action is not ReconcileAction.UPDATE:
             return ruled
         vetoed = {
@@ -97,20 +102,9 @@ class TrainedReconciler:
             rationale="a separate fact (trained relation), though worded alike",
         )
 
-    @staticmethod
-    def _update(neighbour: Neighbour) -> ReconcileDecision:
-        return ReconcileDecision(
-            action=ReconcileAction.UPDATE,
-            target_ids=[neighbour.memory.id],
-            rationale="states a new value for the same fact (trained relation)",
-        )
-
-    @staticmethod
-    def _read(
-        judge: Judgement, candidate: MemoryCandidate, pairs: list[Neighbour]
-    ) -> np.ndarray | None:
+    def _read(self, candidate: MemoryCandidate, pairs: list[Neighbour]) -> np.ndarray | None:
         """The decision's (len(pairs), 3) probabilities, or None for no pairs or no weights."""
         if not pairs:
             return None
         structure = np.stack([pair_structure(n.memory.content, candidate.content) for n in pairs])
-        return judge.relation([n.memory.content for n in pairs], candidate.content, structure)
+        return self.judge.relation([n.memory.content for n in pairs], candidate.content, structure)
