@@ -16,6 +16,7 @@ from memora.api import Memora
 from memora.config import load_settings
 from memora.models import MemorySource, MemoryStatus, ReconcileAction
 from memora.write.reconcile import OfflineReconciler, TrainedReconciler
+from tests.integration.test_forgetting import files_containing
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 SOURCE = MemorySource(actor="test")
@@ -112,6 +113,26 @@ def test_a_tally_that_grew_replaces_the_old_count(memora: Memora) -> None:
     active = _active(memora)
     assert "The user owns 3 bonsai trees." not in active
     assert "The user's sister owns 2 cats." in active
+
+
+def test_forgetting_an_updated_tally_deletes_its_versions_and_nothing_else(
+    memora: Memora, tmp_path: Path
+) -> None:
+    old, other, new = (
+        "The user owns 3 bonsai trees.",
+        "The user's sister owns 2 cats.",
+        "The user now has 5 bonsai trees after buying two more.",
+    )
+    for day, text in enumerate((old, other, new)):
+        _add(memora, text, day)
+    latest = next(u for u in memora.list("u", MemoryStatus.ACTIVE) if u.content == new)
+    chain = [unit.content for unit in memora.chain("u", latest.id)]
+    assert chain == [old, new]
+    assert len(memora.forget("u", latest.id)) == 2
+    assert _active(memora) == [other]
+    memora.close()
+    assert files_containing(tmp_path, [b"bonsai"]) == []
+    assert files_containing(tmp_path, [b"sister owns 2 cats"]) != []
 
 
 def test_practice_on_numbered_days_is_never_a_changed_quantity(memora: Memora) -> None:
