@@ -71,6 +71,9 @@ RELATION_CORPORA = (
     "relations_hard.jsonl",
     "relations_series.jsonl",
     "relations_people.jsonl",
+    "relations_subject.jsonl",
+    "relations_changes.jsonl",
+    "relations_groups.jsonl",
 )
 UNRELATED_PAIRS = 1
 """Pairs of unrelated statements (distinct) added per labelled relation pair: neighbours found
@@ -394,9 +397,14 @@ CARD_DATA = {
     "relation": "corpora/relations.jsonl, relations_more.jsonl, relations_hard.jsonl (pairs "
     "that share most words yet are distinct, updates worded apart, restatements in other "
     "words; 10 languages), relations_series.jsonl (pairs taken from series of one user's "
-    "memories: tallies, changing habits, growing lists, repeated events; 11 languages) and "
+    "memories: tallies, changing habits, growing lists, repeated events; 11 languages), "
     "relations_people.jsonl (notes about named people: other attributes, other people, new "
-    "holders of a role; 7 languages); symmetric labels also read the other way round; plus "
+    "holders of a role; 7 languages), relations_subject.jsonl (the same subject, another "
+    "attribute or the same one, change words on both sides; 8 languages), "
+    "relations_groups.jsonl (facts about two or three people: one event changed or corrected "
+    "against another event of the same people; 7 languages) and relations_changes.jsonl (the "
+    "user's changes worded unlike the original against facts on the same topic; 8 "
+    "languages); symmetric labels also read the other way round; plus "
     "as many pairs of unrelated statements of those corpora and as "
     "many pairs of one item's update against another item's old statement, both distinct; "
     "inputs add what the rules read in the pair (memora/write/reconcile/pair_structure.py)",

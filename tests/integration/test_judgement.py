@@ -46,8 +46,10 @@ LOOK_ALIKES = [
     "The user manages access permissions for the hospital's records system.",
     pytest.param(
         "The user's band has a rule that nobody plays before the sound check.",
+        # At the gate's boundary: refused on one CPU, stored on another, whose sentence
+        # vectors differ in the last digits (README, "Reproducing the weights").
         marks=pytest.mark.xfail(
-            strict=True, reason="known miss: a rule that binds people read as an instruction"
+            strict=False, reason="a rule that binds people is read as an instruction on some CPUs"
         ),
     ),
     pytest.param(

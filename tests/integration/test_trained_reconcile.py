@@ -76,16 +76,33 @@ def test_the_same_words_again_are_skipped(memora: Memora) -> None:
     assert _active(memora) == ["The user works remotely on Fridays."]
 
 
-def test_a_first_person_fact_about_the_same_topic_supersedes_nothing(memora: Memora) -> None:
-    facts = [
-        "My orchestra uniform is a black shirt",
-        "I want to perform a solo with the orchestra someday",
-        "I bought a new bow before the orchestra concert",
-        "Playing in an orchestra helps me relax after work",
-    ]
+@pytest.mark.parametrize(
+    "facts",
+    [
+        pytest.param(
+            [
+                "My orchestra uniform is a black shirt",
+                "I want to perform a solo with the orchestra someday",
+                "I bought a new bow before the orchestra concert",
+                "Playing in an orchestra helps me relax after work",
+            ],
+            id="first-person facts about one topic",
+        ),
+        pytest.param(
+            [
+                "The user works as a nurse at St Mary's hospital.",
+                "The user moved to Leeds in the spring.",
+                "Ines Ferreira is a marine biologist.",
+                "Ines Ferreira, not Paulo Matos, led the reef survey in 2023.",
+            ],
+            id="a change of another attribute",
+        ),
+    ],
+)
+def test_facts_about_other_attributes_supersede_nothing(memora: Memora, facts: list[str]) -> None:
     for day, fact in enumerate(facts):
         assert _add(memora, fact, day) is not ReconcileAction.UPDATE, fact
-    assert len(_active(memora)) == len(facts)
+    assert sorted(_active(memora)) == sorted(facts)
 
 
 def test_the_rules_alone_are_used_when_asked_for(tmp_path: Path) -> None:
@@ -143,8 +160,26 @@ def test_practice_on_numbered_days_is_never_a_changed_quantity(memora: Memora) -
 
 
 @pytest.mark.xfail(
-    strict=True, reason="known miss: the decision reads a swapped city as another fact"
+    strict=True,
+    reason="known miss: the decision reads an update (p 1.0), but the pair's WordLlama cosine "
+    "(0.24) is under the gate that keeps its reads few",
 )
 def test_a_swapped_value_without_a_change_word_replaces_the_old_one(memora: Memora) -> None:
     _add(memora, "The user lives in Leeds.", 0)
     assert _add(memora, "The user now lives in Bristol.", 1) is ReconcileAction.UPDATE
+    assert _active(memora) == ["The user now lives in Bristol."]
+
+
+def test_a_change_worded_unlike_the_old_value_replaces_only_that_memory(memora: Memora) -> None:
+    _add(memora, "The user drives a silver Honda Civic.", 0)
+    _add(memora, "The user's partner drives a red Fiat Panda.", 1)
+    _add(memora, "The user works as a nurse at St Mary's hospital.", 2)
+    new = "The user replaced the silver Honda Civic with a second-hand Volvo estate."
+    assert _add(memora, new, 3) is ReconcileAction.UPDATE
+    assert sorted(_active(memora)) == sorted(
+        [
+            "The user's partner drives a red Fiat Panda.",
+            "The user works as a nurse at St Mary's hospital.",
+            new,
+        ]
+    )
