@@ -132,26 +132,6 @@ def test_a_tally_that_grew_replaces_the_old_count(memora: Memora) -> None:
     assert "The user's sister owns 2 cats." in active
 
 
-def test_forgetting_an_updated_tally_deletes_its_versions_and_nothing_else(
-    memora: Memora, tmp_path: Path
-) -> None:
-    old, other, new = (
-        "The user owns 3 bonsai trees.",
-        "The user's sister owns 2 cats.",
-        "The user now has 5 bonsai trees after buying two more.",
-    )
-    for day, text in enumerate((old, other, new)):
-        _add(memora, text, day)
-    latest = next(u for u in memora.list("u", MemoryStatus.ACTIVE) if u.content == new)
-    chain = [unit.content for unit in memora.chain("u", latest.id)]
-    assert chain == [old, new]
-    assert len(memora.forget("u", latest.id)) == 2
-    assert _active(memora) == [other]
-    memora.close()
-    assert files_containing(tmp_path, [b"bonsai"]) == []
-    assert files_containing(tmp_path, [b"sister owns 2 cats"]) != []
-
-
 def test_practice_on_numbered_days_is_never_a_changed_quantity(memora: Memora) -> None:
     for day in range(1, 5):
         text = f"On 2026-04-0{day} the user practised the violin for {20 + day} minutes."
@@ -183,3 +163,36 @@ def test_a_change_worded_unlike_the_old_value_replaces_only_that_memory(memora: 
             new,
         ]
     )
+
+
+@pytest.mark.parametrize(
+    ("old", "other", "new", "gone"),
+    [
+        pytest.param(
+            "The user owns 3 bonsai trees.",
+            "The user's sister owns 2 cats.",
+            "The user now has 5 bonsai trees after buying two more.",
+            [b"bonsai"],
+            id="a tally that grew",
+        ),
+        pytest.param(
+            "The user drives a silver Honda Civic.",
+            "The user's partner drives a red Fiat Panda.",
+            "The user replaced the silver Honda Civic with a second-hand Volvo estate.",
+            [b"Civic", b"Volvo"],
+            id="a change worded unlike the old value",
+        ),
+    ],
+)
+def test_forgetting_an_update_the_decision_made_deletes_its_two_versions_only(
+    memora: Memora, tmp_path: Path, old: str, other: str, new: str, gone: list[bytes]
+) -> None:
+    for day, text in enumerate((old, other, new)):
+        _add(memora, text, day)
+    latest = next(u for u in memora.list("u", MemoryStatus.ACTIVE) if u.content == new)
+    assert [unit.content for unit in memora.chain("u", latest.id)] == [old, new]
+    assert len(memora.forget("u", latest.id)) == 2
+    assert _active(memora) == [other]
+    memora.close()
+    assert files_containing(tmp_path, gone) == []
+    assert files_containing(tmp_path, [other.encode()]) != []
