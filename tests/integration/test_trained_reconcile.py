@@ -20,6 +20,12 @@ from tests.integration.test_forgetting import files_containing
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 SOURCE = MemorySource(actor="test")
+CAR_CHANGE = (
+    "The user drives a silver Honda Civic.",
+    "The user's partner drives a red Fiat Panda.",
+    "The user replaced the silver Honda Civic with a second-hand Volvo estate.",
+)
+"""An old value, another person's fact on the same topic, and the change worded unlike the old."""
 CITIES = ["Lyon", "Turin", "Graz", "Ghent", "Porto", "Bergen", "Cork", "Split", "Brno", "Aarhus"]
 
 
@@ -151,18 +157,12 @@ def test_a_swapped_value_without_a_change_word_replaces_the_old_one(memora: Memo
 
 
 def test_a_change_worded_unlike_the_old_value_replaces_only_that_memory(memora: Memora) -> None:
-    _add(memora, "The user drives a silver Honda Civic.", 0)
-    _add(memora, "The user's partner drives a red Fiat Panda.", 1)
-    _add(memora, "The user works as a nurse at St Mary's hospital.", 2)
-    new = "The user replaced the silver Honda Civic with a second-hand Volvo estate."
+    old, other, new = CAR_CHANGE
+    nurse = "The user works as a nurse at St Mary's hospital."
+    for day, text in enumerate((old, other, nurse)):
+        _add(memora, text, day)
     assert _add(memora, new, 3) is ReconcileAction.UPDATE
-    assert sorted(_active(memora)) == sorted(
-        [
-            "The user's partner drives a red Fiat Panda.",
-            "The user works as a nurse at St Mary's hospital.",
-            new,
-        ]
-    )
+    assert sorted(_active(memora)) == sorted([other, nurse, new])
 
 
 @pytest.mark.parametrize(
@@ -176,9 +176,7 @@ def test_a_change_worded_unlike_the_old_value_replaces_only_that_memory(memora: 
             id="a tally that grew",
         ),
         pytest.param(
-            "The user drives a silver Honda Civic.",
-            "The user's partner drives a red Fiat Panda.",
-            "The user replaced the silver Honda Civic with a second-hand Volvo estate.",
+            *CAR_CHANGE,
             [b"Civic", b"Volvo"],
             id="a change worded unlike the old value",
         ),
