@@ -85,11 +85,12 @@ def weights_path(decision: str, encoder_slug: str) -> Path:
 class Judgement:
     """The trained decisions for one encoder; a decision without weights is ``None``."""
 
-    GATE_SENSITIVE = 0.3
-    """Gate probability of ``sensitive`` above which a candidate is refused as sensitive. Low
-    on purpose: 0.5 refused fewer look-alikes (42 instead of 50 of 120 on ``secrets_dev3``)
-    but stored one more secret of an older set, and a secret refused twice costs less than
-    one kept."""
+    GATE_SENSITIVE = 0.5
+    """Gate probability of ``sensitive`` above which a candidate is refused as sensitive. The
+    secret decision reads the same text with a hidden layer of its own, so the gate's reading
+    need not be trusted below even odds: on the development set ``secrets_dev3`` 0.5 instead
+    of 0.3 refused 22 instead of 30 of 120 clear texts and stored no more secrets (2 of 180);
+    the development selection set gave the same figures both ways."""
     STORE_ODDS = 1.5
     """How much likelier ``store`` is taken to be than the corpora's mix says when ranking the
     gate's labels: the corpora hold more refusals per fact than conversations do. Chosen on the
@@ -97,8 +98,11 @@ class Judgement:
     1, 1.5, 2 and 3; the sensitive threshold reads the model's own probability."""
     INSTRUCTION = 0.85
     """Gate probability of ``instruction`` needed to refuse a candidate as one."""
-    SECRET_TEXT = 0.5
-    """Sentence probability above which a text holds a secret."""
+    SECRET_TEXT = 0.3
+    """Sentence probability above which a text holds a secret. On the corpora's held-out split
+    0.3 instead of 0.5 found 97.6% of secret texts instead of 96.1%, for 88 clear texts of 3,122
+    flagged instead of 48; on the development set ``secrets_dev3`` one secret fewer was stored
+    (2 of 180) for two more clear texts refused (30 of 120)."""
     SECRET_SPAN = 0.3
     """Span probability above which a value is cut from a transcript, beside each flagged
     sentence's likeliest span. On the corpora's held-out split, 0.3 instead of 0.5 cut every

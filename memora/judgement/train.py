@@ -22,6 +22,7 @@ from memora.judgement.decisions import (
     RELATION_LABELS,
     SECRET_LABELS,
     WEIGHTS_DIR,
+    Judgement,
     gate_inputs,
     relation_inputs,
     secret_inputs,
@@ -64,6 +65,8 @@ SECRET_CORPORA = (
     "secrets_clear_words.jsonl",
     "secrets_more.jsonl",
     "secrets_spans.jsonl",
+    "secrets_natural.jsonl",
+    "secrets_lookalikes.jsonl",
 )
 RELATION_CORPORA = (
     "relations.jsonl",
@@ -246,7 +249,7 @@ def train_gate(
     store = GATE_LABELS.index("store")
     sensitive = GATE_LABELS.index("sensitive")
     kept = probs.argmax(axis=1) == store
-    kept &= probs[:, sensitive] < 0.3
+    kept &= probs[:, sensitive] < Judgement.GATE_SENSITIVE
     should = truth == store
     report.extra = {
         "store_precision": float((kept & should).sum() / max(kept.sum(), 1)),
@@ -268,7 +271,19 @@ def train_secret(
         [int(bool(s)) for _, s in items] + [int(label == "sensitive") for label in gate.values()]
     )
     rows = secret_inputs(encode, texts)
-    model, report, _, _ = _fit("secret", SECRET_LABELS, rows, targets, texts, encoder_id, l2=1e-2)
+    # One hidden layer: a favourite fruit and a security question's answer, or a locker's
+    # number and its code, differ in how the words combine, not in which words there are.
+    model, report, _, _ = _fit(
+        "secret",
+        SECRET_LABELS,
+        rows,
+        targets,
+        texts,
+        encoder_id,
+        trainer=train_hidden,
+        l2=1e-3,
+        units=32,
+    )
     return model, report
 
 
@@ -386,12 +401,15 @@ CARD_DATA = {
     "assistant's behaviour against wishes about the user's own life or the style of replies), "
     "corpora/injection.jsonl, and the examples of the rule files (memora/write/policy/rules)",
     "secret": "corpora/secrets.jsonl, secrets_numbers.jsonl, secrets_clear_words.jsonl, "
-    "secrets_more.jsonl and secrets_spans.jsonl (number-heavy texts and numbers in words, "
+    "secrets_more.jsonl, secrets_spans.jsonl, secrets_natural.jsonl and "
+    "secrets_lookalikes.jsonl (number-heavy texts and numbers in words, "
     "chat-style secrets and their look-alikes in 16 languages, with and without secrets; "
     "values that are ordinary words, one-time codes, digits spelled out in many languages, "
-    "several values in one text), plus the store and sensitive candidates of the gate corpora",
-    "secret_span": "corpora/secrets.jsonl, secrets_numbers.jsonl, secrets_clear_words.jsonl, "
-    "secrets_more.jsonl and secrets_spans.jsonl (every candidate span of every text); "
+    "several values in one text; values given without a keyword, in 17 languages; "
+    "favourites, life facts, identifying numbers and figurative keys and codes against "
+    "their twins that unlock something, in 16 languages), plus the store and sensitive "
+    "candidates of the gate corpora",
+    "secret_span": "the texts of the `secret` corpora (every candidate span of every text); "
     "one ReLU layer of 32 units over the span's shape and hashed character trigrams of the "
     "span and of the text around it",
     "relation": "corpora/relations.jsonl, relations_more.jsonl, relations_hard.jsonl (pairs "
@@ -417,6 +435,7 @@ CHARACTER_ONLY = ("secret_span",)
 _MODEL_KIND = {
     "gate": "one ReLU layer of 64 units under a softmax",
     "relation": "one ReLU layer of 64 units under a softmax",
+    "secret": "one ReLU layer of 32 units under a softmax",
     "secret_span": "one ReLU layer of 32 units under a softmax",
 }
 

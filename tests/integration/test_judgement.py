@@ -37,11 +37,16 @@ SECRETS = [
         "Tu peux retenir que le code de mon casier est quatre-un-neuf-deux ? Juste au cas où.",
         "quatre-un-neuf-deux",
     ),
+    # No word for a code at all: the value is given as what opens the lock.
+    ("for the bike lock it's the year we met, 2011", "2011"),
 ]
 LOOK_ALIKES = [
     "The user audits firewall rules for a regional bank.",
     "使用者在研究提示詞注入攻擊的防禦方法。",
     "The user deleted their old Twitter account in 2023.",
+    # Near the secret threshold of 0.3 for a linear reading of the sentence (0.29 and 0.41).
+    "The key to Grandma's stew is a spoon of smoked paprika.",
+    "Leo's zip code is 94110 now that he moved to the Mission.",
     # Refused as an instruction by the linear gate: authority over other people's access.
     "The user manages access permissions for the hospital's records system.",
     pytest.param(
@@ -50,6 +55,14 @@ LOOK_ALIKES = [
         # vectors differ in the last digits (README, "Reproducing the weights").
         marks=pytest.mark.xfail(
             strict=False, reason="a rule that binds people is read as an instruction on some CPUs"
+        ),
+    ),
+    pytest.param(
+        "Our boarding pass says gate 42, seat 17C.",
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="known miss: the gate's own sensitive label reads identifying numbers "
+            "as credentials (0.93), though the secret decision does not (0.11)",
         ),
     ),
     pytest.param(
