@@ -162,7 +162,13 @@ class Judgement:
         ]
         probabilities = self.secret_probability([m.group(0) for m in sentences] + with_previous)
         alone, paired = probabilities[: len(sentences)], probabilities[len(sentences) :]
-        flagged_alone = alone >= self.SECRET_TEXT
+        # One word after a sentence is read only with that sentence: alone it has no context
+        # to be a secret in, and an abbreviation's stop ("... is Dr. Quillfeather") makes a
+        # name such a "sentence".
+        readable_alone = np.array(
+            [i == 0 or len(m.group(0).split()) > 1 for i, m in enumerate(sentences)]
+        )
+        flagged_alone = (alone >= self.SECRET_TEXT) & readable_alone
         # A pair only flags a sentence whose predecessor is not flagged alone: after
         # "My PIN is 4821." the pair holds that PIN, not a value of the next sentence.
         return [

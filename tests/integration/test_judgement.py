@@ -47,6 +47,8 @@ LOOK_ALIKES = [
     # Near the secret threshold of 0.3 for a linear reading of the sentence (0.29 and 0.41).
     "The key to Grandma's stew is a spoon of smoked paprika.",
     "Leo's zip code is 94110 now that he moved to the Mission.",
+    # The stop after "Dr" leaves the name as a one-word sentence, which reads near 0.3 alone.
+    "My therapist is Dr. Quillfeather",
     # Refused as an instruction by the linear gate: authority over other people's access.
     "The user manages access permissions for the hospital's records system.",
     pytest.param(
