@@ -137,8 +137,14 @@ def test_the_rules_alone_are_still_there_when_asked_for() -> None:
             "Tu peux retenir que le code de mon casier est quatre-un-neuf-deux ? Juste au cas où.",
             "Tu peux retenir que le code de mon casier est quatre-un-neuf-deux ? Juste au cas où.",
         ),
+        # No word for a code at all; the value is given as what opens the unit.
+        (
+            "6 1 9 0",
+            "the storage unit? 6 1 9 0, then lift the latch",
+            "the storage unit? 6 1 9 0, then lift the latch",
+        ),
     ],
-    ids=["whole text", "one sentence"],
+    ids=["whole text", "one sentence", "no keyword"],
 )
 def test_a_turn_with_a_natural_secret_keeps_no_trace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str, message: str, content: str
