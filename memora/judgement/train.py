@@ -28,7 +28,7 @@ from memora.judgement.decisions import (
     secret_inputs,
 )
 from memora.judgement.encoder import DiskCache, SentenceEncoder, bundled_encoder
-from memora.judgement.linear import SoftmaxModel, train_hidden, train_softmax
+from memora.judgement.linear import SoftmaxModel, train_hidden
 from memora.judgement.spans import candidate_spans, span_features
 from memora.text.folding import fold
 
@@ -176,6 +176,8 @@ class Report:
     train_rows: int
     held_out_rows: int
     accuracy: float
+    model: str = ""
+    """What kind of model was fitted, in words, for the model card."""
     per_label: dict[str, dict[str, float]] = field(default_factory=dict)
     extra: dict[str, float] = field(default_factory=dict)
 
@@ -203,7 +205,7 @@ def _fit(
     targets: np.ndarray,
     keys: list[str],
     encoder_id: str,
-    trainer: Callable[..., SoftmaxModel] = train_softmax,
+    trainer: Callable[..., SoftmaxModel],
     **options: Any,
 ) -> tuple[SoftmaxModel, Report, np.ndarray, np.ndarray]:
     mask = np.array([held_out(k) for k in keys])
@@ -220,10 +222,18 @@ def _fit(
         int((~mask).sum()),
         int(mask.sum()),
         float((predicted == targets[mask]).mean()),
-        _scores(labels, targets[mask], predicted),
+        per_label=_scores(labels, targets[mask], predicted),
     )
     final = trainer(rows, targets, labels, encoder_id, class_weights=class_weights, **options)
+    report.model = model_kind(final)
     return final, report, probs, targets[mask]
+
+
+def model_kind(model: SoftmaxModel) -> str:
+    """The model's shape in words: a softmax, or one ReLU layer under it."""
+    if model.hidden is None:
+        return "softmax regression"
+    return f"one ReLU layer of {model.hidden[1].shape[0]} units under a softmax"
 
 
 def train_gate(
@@ -432,14 +442,6 @@ CARD_DATA = {
 CHARACTER_ONLY = ("secret_span",)
 """Decisions that read a text's characters, not its sentence vector."""
 
-_MODEL_KIND = {
-    "gate": "one ReLU layer of 64 units under a softmax",
-    "relation": "one ReLU layer of 64 units under a softmax",
-    "secret": "one ReLU layer of 32 units under a softmax",
-    "secret_span": "one ReLU layer of 32 units under a softmax",
-}
-
-
 def model_card(report: Report, encoder_id: str) -> str:
     """A decision's model card in Markdown: purpose, data, inputs, held-out figures."""
     lines = [
@@ -447,7 +449,7 @@ def model_card(report: Report, encoder_id: str) -> str:
         "",
         CARD_PURPOSE[report.decision],
         "",
-        f"- Model: {_MODEL_KIND.get(report.decision, 'softmax regression')} (numpy, "
+        f"- Model: {report.model} (numpy, "
         "`memora/judgement/linear.py`), "
         f"weights `memora/judgement/weights/{report.decision}.<encoder>.npz`.",
         (

