@@ -58,6 +58,8 @@ GATE_CORPORA = (
     "gate_lookalikes.jsonl",
     "gate_wishes.jsonl",
     "injection.jsonl",
+    "gate_about_information.jsonl",
+    "gate_people_names.jsonl",
 )
 SECRET_CORPORA = (
     "secrets.jsonl",
@@ -408,7 +410,10 @@ CARD_DATA = {
     "against momentary wants, hedged facts about people, names and forms of address, "
     "instructions worded as facts, permissions and standing orders against facts that only "
     "mention security, AI, deletion or authority, in 19 languages, wishes about the "
-    "assistant's behaviour against wishes about the user's own life or the style of replies), "
+    "assistant's behaviour against wishes about the user's own life or the style of replies; "
+    "notes about what is known of people, names and works (scarce records, rare or made-up "
+    "names, hedged claims) and facts about people with unusual names, each against "
+    "standing orders on the same topics, in 14 languages), "
     "corpora/injection.jsonl, and the examples of the rule files (memora/write/policy/rules)",
     "secret": "corpora/secrets.jsonl, secrets_numbers.jsonl, secrets_clear_words.jsonl, "
     "secrets_more.jsonl, secrets_spans.jsonl, secrets_natural.jsonl and "
@@ -441,6 +446,7 @@ CARD_DATA = {
 
 CHARACTER_ONLY = ("secret_span",)
 """Decisions that read a text's characters, not its sentence vector."""
+
 
 def model_card(report: Report, encoder_id: str) -> str:
     """A decision's model card in Markdown: purpose, data, inputs, held-out figures."""
