@@ -178,7 +178,7 @@ class Report:
     train_rows: int
     held_out_rows: int
     accuracy: float
-    model: str = ""
+    model: str
     """What kind of model was fitted, in words, for the model card."""
     per_label: dict[str, dict[str, float]] = field(default_factory=dict)
     extra: dict[str, float] = field(default_factory=dict)
@@ -218,16 +218,16 @@ def _fit(
     )
     probs = trial.probabilities(rows[mask])
     predicted = probs.argmax(axis=1)
+    final = trainer(rows, targets, labels, encoder_id, class_weights=class_weights, **options)
     report = Report(
         decision,
         labels,
         int((~mask).sum()),
         int(mask.sum()),
         float((predicted == targets[mask]).mean()),
-        per_label=_scores(labels, targets[mask], predicted),
+        model_kind(final),
+        _scores(labels, targets[mask], predicted),
     )
-    final = trainer(rows, targets, labels, encoder_id, class_weights=class_weights, **options)
-    report.model = model_kind(final)
     return final, report, probs, targets[mask]
 
 
