@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 WEIGHTS_DIR = Path(__file__).with_name("weights")
 _SENTENCE = re.compile(r"(?:[^.!?。！？\n]|[.!?](?=\S))+[.!?。！？]*")
 """A sentence ends at a full stop followed by a space or the end: "44.17.62" is one value."""
+_WHOLE = re.compile(r".+", re.DOTALL)
 
 GATE_LABELS = (
     "store",
@@ -91,6 +92,16 @@ class Judgement:
     need not be trusted below even odds: on the development set ``secrets_dev3`` 0.5 instead
     of 0.3 refused 22 instead of 30 of 120 clear texts and stored no more secrets (2 of 180);
     the development selection set gave the same figures both ways."""
+    GATE_SENSITIVE_ALONE = 0.95
+    """Gate probability of ``sensitive`` that refuses a candidate on its own. Below it, the
+    gate's reading refuses only where the secret decision reads the text at
+    :attr:`SECRET_SUPPORT` or more. Chosen on the development sets, of (0.9, 0.05),
+    (0.95, 0.05), (0.95, 0.1) and (0.99, 0.02): on ``secrets_dev3`` (0.95, 0.1) refused 8
+    instead of 18 of 120 clear texts (talk about passwords, postcodes, a tracking number)
+    and stored no secret more (3 of 180); the selection and injection sets were unchanged."""
+    SECRET_SUPPORT = 0.1
+    """Secret-decision probability that backs the gate's `sensitive` reading (see
+    :attr:`GATE_SENSITIVE_ALONE`)."""
     STORE_ODDS = 1.5
     """How much likelier ``store`` is taken to be than the corpora's mix says when ranking the
     gate's labels: the corpora hold more refusals per fact than conversations do. Chosen on the
@@ -148,7 +159,8 @@ class Judgement:
         return self.secret_model.probabilities(secret_inputs(self.encoder.encode, texts))[:, 1]
 
     def secret_sentences(self, text: str) -> list[re.Match[str]]:
-        """The sentences of ``text`` that hold a secret value.
+        """The sentences of ``text`` that hold a secret value (a pair of them, or the whole
+        text, where only read together do they hold one).
 
         The context naming what a value opens is often in the sentence before it ("Garage
         keypad changed. New one: 44.17.62"), so a sentence is also read together with the one
@@ -170,17 +182,28 @@ class Judgement:
         )
         flagged_alone = (alone >= self.SECRET_TEXT) & readable_alone
         # A pair only flags a sentence whose predecessor is not flagged alone: after
-        # "My PIN is 4821." the pair holds that PIN, not a value of the next sentence.
-        return [
-            match
-            for i, match in enumerate(sentences)
-            if flagged_alone[i]
-            or (i > 0 and not flagged_alone[i - 1] and paired[i - 1] >= self.SECRET_TEXT)
-        ]
+        # "My PIN is 4821." the pair holds that PIN, not a value of the next sentence. The
+        # value of a flagged pair may sit in either sentence ("Code: 604917. Don't share
+        # it."), so the pair is read for it as a whole.
+        flagged: list[re.Match[str]] = []
+        for i, match in enumerate(sentences):
+            if flagged_alone[i]:
+                flagged.append(match)
+            elif i > 0 and not flagged_alone[i - 1] and paired[i - 1] >= self.SECRET_TEXT:
+                pair = _WHOLE.fullmatch(text, sentences[i - 1].start(), match.end())
+                flagged.append(pair or match)
+        if flagged or len(sentences) < 2:
+            return flagged
+        # The gate refuses a text whose whole reading holds a secret, so redaction cuts in it
+        # too, even where no sentence or pair holds the secret on its own.
+        whole = _WHOLE.fullmatch(text)
+        if whole is not None and self.secret_probability([text])[0] >= self.SECRET_TEXT:
+            return [whole]
+        return []
 
     def secret_value_spans(self, text: str) -> list[tuple[int, int]]:
         """Where the secret values of ``text`` are: every span the span decision cuts in each
-        of its :meth:`secret_sentences`, and at least the likeliest one."""
+        of its :meth:`secret_sentences`, at least the likeliest one, and every number."""
         found: list[tuple[int, int]] = []
         for match in self.secret_sentences(text):
             found += self._value_spans(match.group(0), match.start())
@@ -194,6 +217,9 @@ class Judgement:
         rows = np.stack([span_features(sentence, span) for span in spans])
         probs = self.span_model.probabilities(rows)[:, 1]
         chosen = {int(probs.argmax())} | {i for i, p in enumerate(probs) if p >= self.SECRET_SPAN}
+        # In a sentence that holds a secret, a number the span decision passed over may still
+        # be the value: cutting a room number with a code costs less than keeping the code.
+        chosen |= {i for i, span in enumerate(spans) if span.numeric}
         return [(offset + spans[i].start, offset + spans[i].end) for i in chosen]
 
 

@@ -23,6 +23,17 @@ _PIECE = re.compile(
     rf"[{HAN_CHARS}]+|[\u3040-\u30ff]+|[\uac00-\ud7af]+|[^\s{HAN_CHARS}\u3040-\u30ff\uac00-\ud7af]+"
 )
 _JOINED_DIGITS = re.compile(r"(?<![\w])\d(?:[ \-.]\d){3,}(?![\w])")
+_DIGIT_GROUPS = re.compile(r"(?<![\w.])\d{2,4}(?:[ \-]\d{2,4}){1,3}(?![\w]|\.\d)")
+"""Digits read out in groups ("481 207", "12-34-56"): one value, as a code is typed."""
+_QUOTE_PAIRS = {"'": "'", '"': '"', "“": "”", "‘": "’", "„": "“", "「": "」", "『": "』", "«": "»"}
+_QUOTED = re.compile(
+    "|".join(
+        rf"(?<!\w){re.escape(opening)}([^{re.escape(opening + closing)}\n]{{2,40}}?)"
+        rf"{re.escape(closing)}(?!\w)"
+        for opening, closing in _QUOTE_PAIRS.items()
+    )
+)
+"""A phrase in quotes: a passphrase of several words is often set off this way."""
 DIGIT_WORDS_FILE = Path(__file__).with_name("digit_words.toml")
 
 
@@ -53,15 +64,23 @@ class Span:
     start: int
     end: int
     value: str
+    numeric: bool = False
+    """Digits or digit words, however written: a number rather than a word."""
 
 
 def candidate_spans(text: str) -> list[Span]:
     """Every piece of ``text`` that could be a value, longest joined forms included."""
     spans: dict[tuple[int, int], Span] = {}
-    for pattern in (_JOINED_DIGITS, digit_word_runs(), _CJK_DIGITS):
+    for pattern in (_JOINED_DIGITS, _DIGIT_GROUPS, digit_word_runs(), _CJK_DIGITS):
         for match in pattern.finditer(text):
             start, end = match.start(), match.end()
             value = text[start:end].rstrip(" ,-")
+            spans[(start, start + len(value))] = Span(start, start + len(value), value, True)
+    for match in _QUOTED.finditer(text):
+        group = next(g for g in range(1, len(_QUOTE_PAIRS) + 1) if match.group(g) is not None)
+        value = match.group(group).strip()
+        if " " in value:
+            start = match.start(group) + match.group(group).index(value)
             spans[(start, start + len(value))] = Span(start, start + len(value), value)
     for match in _PIECE.finditer(text):
         start, end = match.start(), match.end()
@@ -75,7 +94,8 @@ def candidate_spans(text: str) -> list[Span]:
             continue
         offset = start + piece.index(stripped)
         spans.setdefault(
-            (offset, offset + len(stripped)), Span(offset, offset + len(stripped), stripped)
+            (offset, offset + len(stripped)),
+            Span(offset, offset + len(stripped), stripped, any(c.isnumeric() for c in stripped)),
         )
     return sorted(spans.values(), key=lambda s: (s.start, -s.end))
 
@@ -87,7 +107,12 @@ def _split_han(run: str, start: int) -> list[Span]:
     for match in _HAN_SPLIT.finditer(run + "。"):
         if match.start() > position:
             pieces.append(
-                Span(start + position, start + match.start(), run[position : match.start()])
+                Span(
+                    start + position,
+                    start + match.start(),
+                    run[position : match.start()],
+                    run[position : match.start()].isnumeric(),
+                )
             )
         position = match.end()
     return [p for p in pieces if 1 < len(p.value) <= 12]

@@ -125,6 +125,15 @@ def test_a_fact_about_security_or_deleting_is_stored(judge, text: str) -> None: 
     assert redact(text, judge=judge).text == text
 
 
+def test_a_number_only_the_gate_takes_for_a_secret_is_stored(judge) -> None:  # type: ignore[no-untyped-def]
+    # The gate alone reads it as sensitive (0.83); the secret decision, which learnt such
+    # look-alikes, does not (0.02), and the gate is not near-certain enough to refuse alone.
+    text = "The user's parcel tracking number is 9400 1112 0202 3344 5566."
+    assert judge.GATE_SENSITIVE <= judge.gate(text, text)["sensitive"] < judge.GATE_SENSITIVE_ALONE
+    assert _verdict(judge, text) is None
+    assert redact(text, judge=judge).text == text
+
+
 @pytest.mark.parametrize("text", PEOPLE_FACTS)
 def test_a_fact_about_someone_with_a_rare_name_reads_as_a_memory(judge, text: str) -> None:  # type: ignore[no-untyped-def]
     # Read with a margin: an odd name alone once moved such a fact to within reach of the

