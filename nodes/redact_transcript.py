@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from agent.messages import text_of
+from memora.judgement import Judgement
 from memora.redaction import redact, redact_tree, sensitive_values
 from nodes.common import current_turn_start, library, settings
 from nodes.state import Context, State
@@ -58,11 +59,24 @@ def _parts(message: AnyMessage) -> dict[str, Any]:
 
 
 def _redacted_message(
-    message: AnyMessage, found: list[str], keep: frozenset[str]
+    message: AnyMessage, found: list[str], keep: frozenset[str], judge: Judgement | None
 ) -> AnyMessage | None:
-    """A copy of ``message`` (same id) with sensitive values cut, or None if it had none."""
-    update, cut = redact_tree(_parts(message), found, keep)
-    return message.model_copy(update=update) if cut else None
+    """A copy of ``message`` (same id) with sensitive values cut, or None if it had none.
+
+    Where the trained decisions place a secret in the user's words, it is cut there, and in
+    the arguments of the model's tool calls, which restate those words ("remember: the shed
+    padlock is 381"): a value too short to chase by its characters alone is cut where it is
+    said.
+    """
+    parts = _parts(message)
+    cut = 0
+    if judge is not None and isinstance(message, AIMessage):
+        for call in parts["tool_calls"]:
+            call["args"], count = redact_tree(call["args"], found, keep, judge=judge)
+            cut += count
+    said_by_user = judge if isinstance(message, HumanMessage) else None
+    update, count = redact_tree(parts, found, keep, judge=said_by_user)
+    return message.model_copy(update=update) if cut + count else None
 
 
 def _judged_values(
@@ -104,7 +118,8 @@ def _redacted_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         reverse=True,
     )
     found = sorted(set(found) | _judged_values(turn, runtime, keep), key=len, reverse=True)
-    cleaned = [m for m in (_redacted_message(m, found, keep) for m in turn) if m is not None]
+    judge = library(runtime).judge
+    cleaned = [m for m in (_redacted_message(m, found, keep, judge) for m in turn) if m is not None]
     update: dict[str, Any] = {}
     if cleaned:
         update["messages"] = cleaned

@@ -169,8 +169,14 @@ def test_the_rules_alone_are_still_there_when_asked_for() -> None:
             "the storage unit? 6 1 9 0, then lift the latch",
             "the storage unit? 6 1 9 0, then lift the latch",
         ),
+        # A value too short to be chased through other texts by its characters alone.
+        (
+            "381",
+            "the shed padlock is 381, don't lose it",
+            "the shed padlock is 381, don't lose it",
+        ),
     ],
-    ids=["whole text", "one sentence", "no keyword"],
+    ids=["whole text", "one sentence", "no keyword", "three characters"],
 )
 def test_a_turn_with_a_natural_secret_keeps_no_trace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str, message: str, content: str
