@@ -23,7 +23,7 @@ _PIECE = re.compile(
     rf"[{HAN_CHARS}]+|[\u3040-\u30ff]+|[\uac00-\ud7af]+|[^\s{HAN_CHARS}\u3040-\u30ff\uac00-\ud7af]+"
 )
 _JOINED_DIGITS = re.compile(r"(?<![\w])\d(?:[ \-.]\d){3,}(?![\w])")
-_DIGIT_GROUPS = re.compile(r"(?<![\w.])\d{2,4}(?:[ \-]\d{2,4}){1,3}(?![\w]|\.\d)")
+_DIGIT_GROUPS = re.compile(r"(?<![\w.:/\-])\d{2,4}(?:[ \-]\d{2,4}){1,5}(?![\w]|[.:/\-]\d)")
 """Digits read out in groups ("481 207", "12-34-56"): one value, as a code is typed."""
 _QUOTE_PAIRS = {"'": "'", '"': '"', "“": "”", "‘": "’", "„": "“", "「": "」", "『": "』", "«": "»"}
 _QUOTED = re.compile(
@@ -81,7 +81,8 @@ def candidate_spans(text: str) -> list[Span]:
         value = match.group(group).strip()
         if " " in value:
             start = match.start(group) + match.group(group).index(value)
-            spans[(start, start + len(value))] = Span(start, start + len(value), value)
+            numeric = any(c.isnumeric() for c in value)
+            spans[(start, start + len(value))] = Span(start, start + len(value), value, numeric)
     for match in _PIECE.finditer(text):
         start, end = match.start(), match.end()
         piece = match.group(0)

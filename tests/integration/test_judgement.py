@@ -169,9 +169,11 @@ def test_the_rules_alone_are_still_there_when_asked_for() -> None:
             "the storage unit? 6 1 9 0, then lift the latch",
             "the storage unit? 6 1 9 0, then lift the latch",
         ),
-        # A value too short to be chased through other texts by its characters alone.
+        # A value too short to be chased through other texts by its characters alone; the
+        # files are scanned for it with its words around it, as three bytes alone turn up
+        # in ids and timestamps by chance.
         (
-            "381",
+            "padlock is 381",
             "the shed padlock is 381, don't lose it",
             "the shed padlock is 381, don't lose it",
         ),

@@ -52,8 +52,14 @@ def test_candidate_spans_offer_every_form_a_value_takes() -> None:
     assert "481 207" in values("they texted me 481 207, can you read it back?")
     assert "silver lantern" in values("our code word is 'silver lantern' if someone calls")
     assert "open sesame now" in values("say “open sesame now” at the door")
-    # A decimal is not a group of digits, and a single quoted word is a piece already.
-    assert "3.14 15" not in values("pi is 3.14 15 times")
+    # A decimal or a clock time is not a group of digits; groups run as long as they go.
+    assert "14 15" not in values("pi is 3.14 15 times")
+    assert "30 14" not in values("from 12:30 14:45 on")
+    assert "9400 1112 0202 3344 5566" in values("tracking 9400 1112 0202 3344 5566")
+    assert [s.numeric for s in candidate_spans("say '481 207' now") if s.value == "481 207"] == [
+        True
+    ]
+    # A single quoted word is a piece already.
     assert not [v for v in values("it's the dog's 'bowl' now, isn't it") if " " in v]
     for span in candidate_spans("my flat is 12B and the door code is 4471"):
         assert "my flat is 12B and the door code is 4471"[span.start : span.end] == span.value
@@ -103,6 +109,7 @@ def test_a_text_whose_whole_reading_holds_a_secret_is_cut_even_where_no_sentence
     assert match.group(0) == text
     spans = whole_only.secret_value_spans(text)
     assert spans and all(0 <= start < end <= len(text) for start, end in spans)
+    assert "604917" not in _cut(whole_only, text)
     # A sentence that holds the secret on its own is cut alone; a clear whole cuts nothing.
     both = _GivenReadings({text: 0.9, " Type 604917 in the app.": 0.9})
     assert [m.group(0).strip() for m in both.secret_sentences(text)] == ["Type 604917 in the app."]
