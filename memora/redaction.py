@@ -28,7 +28,8 @@ class Redacted:
 
 
 MIN_ECHO_CHARS = 4
-"""Shorter values are not chased through other texts (they would match by chance)."""
+"""Shorter values are chased through other texts only where they stand alone as a token
+("Got it, 381"): inside other words and numbers they would match by chance."""
 
 
 def sensitive_values(text: str, keep: frozenset[str] = frozenset()) -> list[str]:
@@ -58,8 +59,8 @@ def redact(
     echoes = [
         (match.start(), match.end())
         for value in also or []
-        if len(value) >= MIN_ECHO_CHARS
-        for match in re.finditer(re.escape(value), text)
+        if value.strip()
+        for match in re.finditer(_echo_pattern(value), text)
     ]
     judged = judge.secret_value_spans(text) if judge is not None and text else []
     if not text or (not echoes and not judged and not is_sensitive(text)):
@@ -117,6 +118,12 @@ def redact_tree(
         items = [redact_tree(item, also, keep, judge) for item in value]
         return [item for item, _ in items], sum(n for _, n in items)
     return value, 0
+
+
+def _echo_pattern(value: str) -> str:
+    if len(value) >= MIN_ECHO_CHARS:
+        return re.escape(value)
+    return rf"(?<!\w){re.escape(value)}(?!\w)"
 
 
 def _without(text: str, keep: frozenset[str]) -> str:

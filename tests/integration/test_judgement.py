@@ -148,6 +148,35 @@ def test_an_injection_phrased_as_a_fact_is_refused(judge, text: str) -> None:  #
     assert _verdict(judge, text) is not None
 
 
+def test_a_short_secret_the_model_repeats_in_its_reply_leaves_no_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = ScriptedChatModel(script=[_answer("Got it, 381 for the shed."), _answer("Hi.")])
+    root = tmp_path / "data"
+    kept = _two_turns(root, monkeypatch, model, "the shed padlock is 381, don't lose it")
+    assert kept[1].startswith("Got it, ") and "381" not in kept[1]
+    assert files_containing(root, [b"it, 381", b"padlock is 381"]) == []
+
+
+def _two_turns(
+    root: Path, monkeypatch: pytest.MonkeyPatch, model: ScriptedChatModel, message: str
+) -> list[str]:
+    """The texts a thread keeps after ``message`` and a greeting, with the trained judgement;
+    the store holds no memory of them."""
+    monkeypatch.setattr("nodes.call_model.get_chat_model", lambda s, choice="": model)
+    memora = Memora(load_settings(data_dir=root, judgement="trained"))
+    context = Context(user_id="alice", memora=memora)
+    config = {"configurable": {"thread_id": "t1", "user_id": "alice"}}
+    with open_agent(root) as agent:
+        agent.invoke({"messages": [HumanMessage(message)]}, config, context=context)
+        agent.invoke({"messages": [HumanMessage("Hi!")]}, config, context=context)
+        kept = [str(m.content) for m in agent.get_state(config).values["messages"]]
+    assert memora.judge is not None
+    assert memora.list("alice") == []
+    memora.close()
+    return kept
+
+
 def test_the_rules_alone_are_still_there_when_asked_for() -> None:
     assert trained_judgement("rules") is None
     assert judgement().gate_model is not None
@@ -193,15 +222,6 @@ def test_a_turn_with_a_natural_secret_keeps_no_trace(
         "r1",
     )
     model = ScriptedChatModel(script=[remember, _answer("好的。"), _answer("Hello again.")])
-    monkeypatch.setattr("nodes.call_model.get_chat_model", lambda s, choice="": model)
     root = tmp_path / "data"
-    memora = Memora(load_settings(data_dir=root, judgement="trained"))
-    context = Context(user_id="alice", memora=memora)
-    config = {"configurable": {"thread_id": "t1", "user_id": "alice"}}
-    with open_agent(root) as agent:
-        agent.invoke({"messages": [HumanMessage(message)]}, config, context=context)
-        agent.invoke({"messages": [HumanMessage("Hi!")]}, config, context=context)
-    assert memora.judge is not None
-    assert memora.list("alice") == []
-    memora.close()
+    _two_turns(root, monkeypatch, model, message)
     assert files_containing(root, [code.encode()]) == []
