@@ -63,20 +63,12 @@ def _redacted_message(
 ) -> AnyMessage | None:
     """A copy of ``message`` (same id) with sensitive values cut, or None if it had none.
 
-    Where the trained decisions place a secret in the user's words, it is cut there, and in
-    the arguments of the model's tool calls, which restate those words ("remember: the shed
-    padlock is 381"): a value too short to chase by its characters alone is cut where it is
-    said.
+    The user's own words are also cut where the trained decisions place a secret: a short
+    value inside a run of Han characters is not a token the echo chase can find.
     """
-    parts = _parts(message)
-    cut = 0
-    if judge is not None and isinstance(message, AIMessage):
-        for call in parts["tool_calls"]:
-            call["args"], count = redact_tree(call["args"], found, keep, judge=judge)
-            cut += count
     said_by_user = judge if isinstance(message, HumanMessage) else None
-    update, count = redact_tree(parts, found, keep, judge=said_by_user)
-    return message.model_copy(update=update) if cut + count else None
+    update, cut = redact_tree(_parts(message), found, keep, judge=said_by_user)
+    return message.model_copy(update=update) if cut else None
 
 
 def _judged_values(

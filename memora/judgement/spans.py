@@ -77,12 +77,13 @@ def candidate_spans(text: str) -> list[Span]:
             value = text[start:end].rstrip(" ,-")
             spans[(start, start + len(value))] = Span(start, start + len(value), value, True)
     for match in _QUOTED.finditer(text):
-        group = next(g for g in range(1, len(_QUOTE_PAIRS) + 1) if match.group(g) is not None)
+        group = match.lastindex or 0
         value = match.group(group).strip()
         if " " in value:
             start = match.start(group) + match.group(group).index(value)
-            numeric = any(c.isnumeric() for c in value)
-            spans[(start, start + len(value))] = Span(start, start + len(value), value, numeric)
+            spans[(start, start + len(value))] = Span(
+                start, start + len(value), value, _holds_number(value)
+            )
     for match in _PIECE.finditer(text):
         start, end = match.start(), match.end()
         piece = match.group(0)
@@ -96,9 +97,13 @@ def candidate_spans(text: str) -> list[Span]:
         offset = start + piece.index(stripped)
         spans.setdefault(
             (offset, offset + len(stripped)),
-            Span(offset, offset + len(stripped), stripped, any(c.isnumeric() for c in stripped)),
+            Span(offset, offset + len(stripped), stripped, _holds_number(stripped)),
         )
     return sorted(spans.values(), key=lambda s: (s.start, -s.end))
+
+
+def _holds_number(value: str) -> bool:
+    return any(c.isnumeric() for c in value)
 
 
 def _split_han(run: str, start: int) -> list[Span]:

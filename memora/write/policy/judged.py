@@ -63,9 +63,10 @@ def trained_verdict(
     # unless the gate is near-certain.
     backed = secret >= judge.SECRET_SUPPORT
     sensitive = probabilities["sensitive"]
-    if sensitive >= judge.GATE_SENSITIVE_ALONE or secret >= judge.SECRET_TEXT:
-        return RejectionReason.SENSITIVE_DATA, "judge:sensitive"
-    if sensitive >= judge.GATE_SENSITIVE and backed:
+    gate_refuses = sensitive >= judge.GATE_SENSITIVE_ALONE or (
+        sensitive >= judge.GATE_SENSITIVE and backed
+    )
+    if gate_refuses or secret >= judge.SECRET_TEXT:
         return RejectionReason.SENSITIVE_DATA, "judge:sensitive"
     if judge.secret_sentences(candidate.content):
         # Redaction reads sentence by sentence, where a secret is not diluted by the
