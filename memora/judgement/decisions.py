@@ -203,10 +203,18 @@ class Judgement:
 
     def secret_value_spans(self, text: str) -> list[tuple[int, int]]:
         """Where the secret values of ``text`` are: every span the span decision cuts in each
-        of its :meth:`secret_sentences`, at least the likeliest one, and every number."""
+        of its :meth:`secret_sentences`, at least the likeliest one, and every number of a
+        text that holds one.
+
+        A message that gives a secret often gives the value again, or another guess at it, in
+        a sentence of its own ("... the door code is 4417? or 4471"), which alone reads as
+        nothing: so once a sentence holds a secret, every number of the message is cut.
+        """
         found: list[tuple[int, int]] = []
         for match in self.secret_sentences(text):
             found += self._value_spans(match.group(0), match.start())
+        if found:
+            found += [(s.start, s.end) for s in candidate_spans(text) if s.numeric]
         return found
 
     def _value_spans(self, sentence: str, offset: int) -> list[tuple[int, int]]:

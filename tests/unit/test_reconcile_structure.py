@@ -293,21 +293,3 @@ def test_a_quantity_may_have_changed_only_off_numbered_days(
     old: str, new: str, may_have_changed: bool
 ) -> None:
     assert quantity_may_have_changed(old, new) is may_have_changed
-
-
-def test_a_shared_word_beyond_the_subjects_names_is_evidence_of_one_attribute() -> None:
-    from memora.write.reconcile.pair_structure import shares_more_than_its_subject
-
-    assert shares_more_than_its_subject("The user's coach is Imre.", "The user has a new coach.")
-    assert shares_more_than_its_subject("用户在一家银行上班。", "用户换到另一家银行上班了。")
-    assert shares_more_than_its_subject(
-        "The user rents a flat in Ghent.", "The user left Ghent for Antwerp."
-    )
-    # only the people are shared: two facts about them, however the second is worded
-    assert not shares_more_than_its_subject(
-        "Dr. Wanjiru Kamau is a cardiologist.", "Dr. Wanjiru Kamau no longer lives in Nairobi."
-    )
-    assert not shares_more_than_its_subject(
-        "Odile Brun and Tariq Said run a bakery.", "Odile Brun, not Tariq Said, won the prize."
-    )
-    assert not shares_more_than_its_subject("The user is a pilot.", "The user moved to Oslo.")

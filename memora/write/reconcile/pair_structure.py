@@ -21,7 +21,6 @@ from memora.write.reconcile.structure import (
     occasions,
     predicate_overlap,
     relate,
-    stem_set,
 )
 
 _RELATIONS = (Relation.REPEAT, Relation.SAME_ATTRIBUTE, Relation.DISTINCT, Relation.UNKNOWN)
@@ -29,34 +28,6 @@ _VERDICTS = (ReconcileAction.SKIP, ReconcileAction.UPDATE, None)
 _RULES = OfflineReconciler()
 WIDTH = len(_RELATIONS) + len(_VERDICTS) + 12
 """How many numbers :func:`pair_structure` gives."""
-
-
-_OPENING_JOINS = frozenset({"and", "or", "not", "&", "with", ","})
-"""Words that may join the names opening a statement ("Ana and Dr. Li", "Ana, not Ben,")."""
-_SELF = frozenset({"user", "用", "户", "使", "者"})
-"""How the corpora and the write path name the user, whom most memories are about."""
-
-
-def _opening_names(text: str) -> set[str]:
-    """Stems of the capitalised run that opens a statement: its subject's names and titles."""
-    opening = []
-    for word in text.split():
-        bare = word.strip(",.;:")
-        if not (bare[:1].isupper() or bare.lower() in _OPENING_JOINS):
-            break
-        opening.append(bare)
-    return stem_set(comparison_tokens(" ".join(opening)))
-
-
-def shares_more_than_its_subject(old_text: str, new_text: str) -> bool:
-    """Whether two statements share a content word beyond the names of whom they are about.
-
-    A shared word is the least evidence that they speak of the same attribute ("favourite
-    colour", "manager", a city left); without one, "is a cardiologist" and "no longer lives in
-    Nairobi" are only two facts about one person, however a change is worded.
-    """
-    shared = stem_set(comparison_tokens(old_text)) & stem_set(comparison_tokens(new_text))
-    return bool(shared - _opening_names(old_text) - _opening_names(new_text) - _SELF)
 
 
 def _has_digit(tokens: list[str]) -> bool:

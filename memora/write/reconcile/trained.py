@@ -2,11 +2,12 @@
 
 Supersession is the exception. The rules (:class:`OfflineReconciler`) put replacements forward
 and the relation decision vetoes those it reads as clearly distinct. On its own, the decision
-replaces one memory only: where a number may have changed and it reads an update, or where it
-is near-certain of an update, the two statements share a word beyond the names of whom they
-are about, and no other neighbour reads as an update too (a change word read as an update of
-everything about one person is not one update). Each pair it reads costs an embedding of a
-stored memory the bundled encoder may not have seen in this process.
+replaces one memory only where a number may have changed and it reads an update. It does not
+replace where the rules keep both for any other reason: read freely, it takes a change worded
+about someone ("no longer", "instead") as an update of every other fact about them. Each pair
+it reads costs an embedding of a stored memory the bundled encoder may not have seen in this
+process, so it reads only the rules' replacements and the close neighbours whose number may
+have changed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 from memora.judgement import Judgement
 from memora.models import MemoryCandidate, Neighbour, ReconcileAction, ReconcileDecision
 from memora.write.reconcile.offline import OfflineReconciler, Reconciler
-from memora.write.reconcile.pair_structure import pair_structure, shares_more_than_its_subject
+from memora.write.reconcile.pair_structure import pair_structure
 from memora.write.reconcile.structure import quantity_may_have_changed, same_text
 
 
@@ -32,17 +33,12 @@ class RelationThresholds:
     (:func:`~memora.write.reconcile.structure.quantity_may_have_changed`)."""
     quantity_gate: float = 0.5
     """Least cosine for such a replacement."""
-    update: float = 0.99
-    """Least probability of update for the decision to replace a memory the rules keep, where
-    more than a number differs."""
-    update_gate: float = 0.5
-    """Least cosine for such a replacement."""
     veto: float = 0.97
     """Probability of distinct above which a replacement the rules chose is undone."""
 
 
 class TrainedReconciler:
-    """The rules propose and the relation decision disposes; it proposes one update itself."""
+    """The rules propose and the relation decision disposes; it proposes a changed number."""
 
     def __init__(
         self,
@@ -73,12 +69,17 @@ class TrainedReconciler:
             return ruled  # the rules skip the same words again (filler, spelling, order)
         replaced = set(ruled.target_ids) if ruled.action is ReconcileAction.UPDATE else set()
         ruled_pairs = [n for n in neighbours if n.memory.id in replaced]
-        gate = min(self.thresholds.quantity_gate, self.thresholds.update_gate)
-        open_pairs = [n for n in neighbours if n.memory.id not in replaced and n.similarity >= gate]
+        open_pairs = [
+            n
+            for n in neighbours
+            if n.memory.id not in replaced
+            and n.similarity >= self.thresholds.quantity_gate
+            and quantity_may_have_changed(n.memory.content, candidate.content)
+        ]
         read = self._read(candidate, open_pairs + ruled_pairs)
         if read is None:
             return ruled
-        quantities, updates = self._proposals(candidate.content, open_pairs, read)
+        quantities = self._quantities(open_pairs, read)
         if quantities:
             return self._update(open_pairs[max(quantities, key=lambda i: float(read[i, 1]))])
         if ruled.action is ReconcileAction.UPDATE:
@@ -90,8 +91,6 @@ class TrainedReconciler:
             kept = [i for i in ruled.target_ids if i not in vetoed]
             if kept:
                 return ruled.model_copy(update={"target_ids": kept})
-        if len(updates) == 1:
-            return self._update(open_pairs[updates[0]])
         if ruled.action is not ReconcileAction.UPDATE:
             return ruled
         return ReconcileDecision(
@@ -99,30 +98,13 @@ class TrainedReconciler:
             rationale="a separate fact (trained relation), though worded alike",
         )
 
-    def _proposals(
-        self, new: str, pairs: list[Neighbour], read: np.ndarray
-    ) -> tuple[list[int], list[int]]:
-        """Indices of ``pairs`` the decision would replace: where only a number may have
-        changed, and elsewhere."""
-        limits = self.thresholds
-        quantities, updates = [], []
-        for i, neighbour in enumerate(pairs):
-            _, update, restatement = (float(p) for p in read[i])
-            if update <= restatement:
-                continue
-            old = neighbour.memory.content
-            if quantity_may_have_changed(old, new):
-                if neighbour.similarity >= limits.quantity_gate and (
-                    update + restatement >= limits.quantity
-                ):
-                    quantities.append(i)
-            elif (
-                neighbour.similarity >= limits.update_gate
-                and update >= limits.update
-                and shares_more_than_its_subject(old, new)
-            ):
-                updates.append(i)
-        return quantities, updates
+    def _quantities(self, pairs: list[Neighbour], read: np.ndarray) -> list[int]:
+        """Indices of ``pairs`` (each a number that may have changed) read as updated."""
+        return [
+            i
+            for i, (_, update, restatement) in enumerate(read[: len(pairs)].tolist())
+            if update > restatement and update + restatement >= self.thresholds.quantity
+        ]
 
     @staticmethod
     def _update(neighbour: Neighbour) -> ReconcileDecision:
