@@ -73,7 +73,7 @@ class Settings(BaseSettings):
     judgement: Literal["trained", "rules"] = "trained"
     """How the offline write path reads a sentence: the trained decisions over the bundled encoder
     (with the deterministic detectors and the near-certain rules kept), or the rules alone."""
-    reconciler: Literal["rules", "trained"] = "rules"
+    reconciler: Literal["rules", "trained"] = "trained"
     """How the offline write path relates a new memory to its neighbours: the rules (statement
     structure, then token alignment), or the trained relation decision backed by them (needs
     ``judgement="trained"``)."""

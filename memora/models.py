@@ -74,6 +74,8 @@ class MemoryCandidate(BaseModel):
     """The user's message this candidate came from; supplied by the application."""
     said_at: datetime | None = None
     """When the user said it; relative dates are resolved against this."""
+    said_as: str | None = None
+    """The content as the policy gate read it, where resolving relative dates changed it."""
     reason: str = "useful_future_context"
     kind: str | None = None
     scope: MemoryScope = MemoryScope.PERSISTENT

