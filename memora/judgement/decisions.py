@@ -142,8 +142,7 @@ class Judgement:
         pair_encode: Encode | None = None,
     ) -> None:
         self.encoder = encoder
-        self.pair_encode = pair_encode or shared_wordllama().embed_array
-        """Word vectors for the relation decision's pairs (see :func:`relation_inputs`)."""
+        self._pair_encode = pair_encode
 
         def load(decision: str) -> SoftmaxModel | None:
             path = weights_dir / f"{decision}.{encoder.slug}.npz"
@@ -178,9 +177,16 @@ class Judgement:
         news = [new] * len(olds)
         sentences = [said_as] * len(olds) if said_as else None
         rows = relation_inputs(
-            self.encoder.encode, self.pair_encode, olds, news, structure, sentences
+            self.encoder.encode, self.pair_encode(), olds, news, structure, sentences
         )
         return self.relation_model.probabilities(rows)
+
+    def pair_encode(self) -> Encode:
+        """Word vectors for the relation decision's pairs (see :func:`relation_inputs`),
+        loaded when a pair is first read: a process that never reconciles does not load them."""
+        if self._pair_encode is None:
+            self._pair_encode = shared_wordllama().embed_array
+        return self._pair_encode
 
     def secret_probability(self, texts: list[str]) -> np.ndarray:
         """Probability that each text holds a secret value."""
@@ -233,18 +239,10 @@ class Judgement:
 
     def secret_value_spans(self, text: str) -> list[tuple[int, int]]:
         """Where the secret values of ``text`` are: every span the span decision cuts in each
-        of its :meth:`secret_sentences`, at least the likeliest one, and every number of a
-        text that holds one.
-
-        A message that gives a secret often gives the value again, or another guess at it, in
-        a sentence of its own ("... the door code is 4417? or 4471"), which alone reads as
-        nothing: so once a sentence holds a secret, every number of the message is cut.
-        """
+        of its :meth:`secret_sentences`, at least the likeliest one, and every number."""
         found: list[tuple[int, int]] = []
         for match in self.secret_sentences(text):
             found += self._value_spans(match.group(0), match.start())
-        if found:
-            found += [(s.start, s.end) for s in candidate_spans(text) if s.numeric]
         return found
 
     def _value_spans(self, sentence: str, offset: int) -> list[tuple[int, int]]:

@@ -411,7 +411,8 @@ CARD_PURPOSE = {
     "redaction cuts the value and keeps the sentence.",
     "relation": "How a new memory relates to a stored neighbour: "
     + ", ".join(RELATION_LABELS)
-    + ". Only a confident `update` supersedes, and only that one memory.",
+    + ". The rules put replacements forward and the decision undoes those it reads as "
+    "distinct; on its own it replaces only a memory whose number may have changed.",
 }
 CARD_DATA = {
     "gate": "corpora/gate_*.jsonl (multilingual, Chinese, contrasts, people, third parties, "

@@ -124,16 +124,6 @@ def test_every_number_of_a_sentence_that_holds_a_secret_is_cut() -> None:
     assert cleaned.startswith("Locker ") and "the gym" in cleaned
 
 
-def test_a_number_in_a_sentence_of_its_own_is_cut_once_the_message_holds_a_secret() -> None:
-    text = "The shed padlock is 7310. Or 7130? I always mix them up."
-    judge = _GivenReadings({"The shed padlock is 7310.": 0.9})
-    cleaned = _cut(judge, text)
-    assert "7310" not in cleaned and "7130" not in cleaned
-    assert cleaned.endswith("? I always mix them up.")
-    # The same numbers in a message that holds no secret stay.
-    assert _cut(_GivenReadings({}), text) == text
-
-
 def test_a_pair_of_sentences_that_holds_a_secret_is_read_for_it_as_a_whole() -> None:
     text = "Your sign-in code: 604917. Never share it. I like tea."
     pair = "Your sign-in code: 604917. Never share it."
