@@ -75,8 +75,8 @@ class MemoryCandidate(BaseModel):
     said_at: datetime | None = None
     """When the user said it; relative dates are resolved against this."""
     said_as: str | None = None
-    """The content as the policy gate read it, where the write path changed it (relative dates
-    resolved, spaces trimmed)."""
+    """The content as the policy gate read it, before the write path resolved relative dates
+    and trimmed spaces; set by the write path."""
     reason: str = "useful_future_context"
     kind: str | None = None
     scope: MemoryScope = MemoryScope.PERSISTENT

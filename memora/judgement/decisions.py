@@ -135,14 +135,8 @@ class Judgement:
     sentence's likeliest span. On the corpora's held-out split, 0.3 instead of 0.5 cut every
     value of 88.2% of secret texts instead of 86.5%, for 0.20 wrong cuts a text instead of 0.13."""
 
-    def __init__(
-        self,
-        encoder: SentenceEncoder,
-        weights_dir: Path = WEIGHTS_DIR,
-        pair_encode: Encode | None = None,
-    ) -> None:
+    def __init__(self, encoder: SentenceEncoder, weights_dir: Path = WEIGHTS_DIR) -> None:
         self.encoder = encoder
-        self._pair_encode = pair_encode
 
         def load(decision: str) -> SoftmaxModel | None:
             path = weights_dir / f"{decision}.{encoder.slug}.npz"
@@ -170,23 +164,19 @@ class Judgement:
     ) -> np.ndarray | None:
         """(len(olds), 3) probabilities of distinct / update / restatement of ``new`` against
         each stored text (``structure``: a row per pair, as :func:`relation_inputs` reads),
-        or None without relation weights. ``said_as``: ``new`` as the gate read it, where
-        resolving relative dates changed it, so its sentence vector is not computed again."""
+        or None without relation weights. ``said_as``: ``new`` as the gate read it, so its
+        sentence vector is not computed again. WordLlama loads when a pair is first read."""
         if self.relation_model is None or not olds:
             return None
-        news = [new] * len(olds)
-        sentences = [said_as] * len(olds) if said_as else None
         rows = relation_inputs(
-            self.encoder.encode, self.pair_encode(), olds, news, structure, sentences
+            self.encoder.encode,
+            shared_wordllama().embed_array,
+            olds,
+            [new] * len(olds),
+            structure,
+            [said_as or new] * len(olds),
         )
         return self.relation_model.probabilities(rows)
-
-    def pair_encode(self) -> Encode:
-        """Word vectors for the relation decision's pairs (see :func:`relation_inputs`),
-        loaded when a pair is first read: a process that never reconciles does not load them."""
-        if self._pair_encode is None:
-            self._pair_encode = shared_wordllama().embed_array
-        return self._pair_encode
 
     def secret_probability(self, texts: list[str]) -> np.ndarray:
         """Probability that each text holds a secret value."""

@@ -142,7 +142,7 @@ class WritePath:
             update={
                 "content": content,
                 "said_at": said_at,
-                "said_as": candidate.content if content != candidate.content else None,
+                "said_as": candidate.content,
             }
         )
         rating = self.importance.score(candidate)
