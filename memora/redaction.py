@@ -14,7 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from memora.judgement import Judgement
-from memora.write.policy import holds_secret_shaped_value, is_sensitive, sensitive_spans
+from memora.write.policy import (
+    holds_secret_shaped_value,
+    is_sensitive,
+    secret_value_spans,
+    sensitive_spans,
+)
 from memora.write.policy.secrets import REDACTION_MARK as MARK
 from memora.write.policy.secrets import REDACTION_WHOLE as WHOLE
 
@@ -62,7 +67,7 @@ def redact(
         if value.strip()
         for match in re.finditer(_echo_pattern(value), text)
     ]
-    judged = judge.secret_value_spans(text) if judge is not None and text else []
+    judged = secret_value_spans(text, judge) if judge is not None and text else []
     if not text or (not echoes and not judged and not is_sensitive(text)):
         return Redacted(text, 0)
     spans = sensitive_spans(text) if is_sensitive(text) else []

@@ -184,6 +184,11 @@ class Judgement:
             return np.zeros(len(texts))
         return self.secret_model.probabilities(secret_inputs(self.encoder.encode, texts))[:, 1]
 
+    @staticmethod
+    def sentences(text: str) -> list[re.Match[str]]:
+        """The sentences of ``text``, as the secret decision reads them."""
+        return [m for m in _SENTENCE.finditer(text) if m.group(0).strip()]
+
     def secret_sentences(self, text: str) -> list[re.Match[str]]:
         """The sentences of ``text`` that hold a secret value (a pair of them, or the whole
         text, where only read together do they hold one).
@@ -194,7 +199,7 @@ class Judgement:
         """
         if self.secret_model is None or self.span_model is None or not text.strip():
             return []
-        sentences = [m for m in _SENTENCE.finditer(text) if m.group(0).strip()]
+        sentences = self.sentences(text)
         with_previous = [
             text[sentences[i - 1].start() : m.end()] for i, m in enumerate(sentences) if i
         ]
@@ -232,10 +237,13 @@ class Judgement:
         of its :meth:`secret_sentences`, at least the likeliest one, and every number."""
         found: list[tuple[int, int]] = []
         for match in self.secret_sentences(text):
-            found += self._value_spans(match.group(0), match.start())
+            found += self.value_spans(match.group(0), match.start())
         return found
 
-    def _value_spans(self, sentence: str, offset: int) -> list[tuple[int, int]]:
+    def value_spans(self, sentence: str, offset: int = 0) -> list[tuple[int, int]]:
+        """Where the values of a sentence that holds a secret are (``offset``: where the
+        sentence starts in its text): every span the span decision cuts, at least the
+        likeliest one, and every number."""
         assert self.span_model is not None
         spans = candidate_spans(sentence)
         if not spans:

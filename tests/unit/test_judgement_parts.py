@@ -182,3 +182,36 @@ def test_a_model_without_a_hidden_layer_is_described_as_a_softmax() -> None:
     assert model_kind(train_softmax(features, targets, ("a", "b", "c"), "toy")) == (
         "softmax regression"
     )
+
+
+class _GateRefuses(_GivenReadings):
+    """No sentence reads as a secret, but the gate refuses ``refused`` texts as sensitive."""
+
+    def __init__(self, refused: set[str]) -> None:
+        super().__init__({})
+        self.refused = refused
+
+    def gate(self, candidate: str, message: str) -> dict[str, float]:
+        sensitive = 0.99 if candidate.strip() in self.refused else 0.0
+        labels = ("store", "sensitive", "instruction", "refused", "assistant_generated")
+        return {label: 0.0 for label in labels} | {
+            "sensitive": sensitive,
+            "store": 1.0 - sensitive,
+            "ephemeral": 0.0,
+            "vague": 0.0,
+        }
+
+
+def test_what_the_gate_refuses_as_sensitive_is_cut_from_a_transcript() -> None:
+    from memora.write.policy import secret_value_spans
+
+    text = "Shed padlock: 5529. The kids know it. Room 12 is upstairs."
+    judge = _GateRefuses({text, "Shed padlock: 5529."})
+    assert judge.secret_value_spans(text) == []
+    cut = {text[start:end] for start, end in secret_value_spans(text, judge)}
+    assert "5529" in cut
+    assert "12" not in cut  # only the sentences the gate refuses are cut
+    # Where no sentence is refused alone, the values of the whole text are.
+    whole = {text[a:b] for a, b in secret_value_spans(text, _GateRefuses({text}))}
+    assert {"5529", "12"} <= whole
+    assert secret_value_spans(text, _GateRefuses(set())) == []

@@ -97,3 +97,23 @@ def trained_verdict(
     if label == "store":
         return None
     return GATE_REASONS[label], f"judge:{label}"
+
+
+def secret_value_spans(text: str, judge: Judgement) -> list[tuple[int, int]]:
+    """Where the trained judgement cuts values from a transcript: the secret decision's
+    values, and, in a text the gate refuses as sensitive, the values of each sentence it
+    refuses (of the whole text where it refuses none alone). What the gate refuses to keep
+    as a memory is then not kept in a transcript either."""
+    found = judge.secret_value_spans(text)
+    if found or judge.span_model is None or not text.strip() or not _refuses(text, judge):
+        return found
+    sentences = judge.sentences(text)
+    for sentence in sentences:
+        if len(sentences) == 1 or _refuses(sentence.group(0), judge):
+            found += judge.value_spans(sentence.group(0), sentence.start())
+    return found or judge.value_spans(text)
+
+
+def _refuses(text: str, judge: Judgement) -> bool:
+    verdict = trained_verdict(MemoryCandidate(content=text, user_message=text), judge)
+    return verdict is not None and verdict[0] is RejectionReason.SENSITIVE_DATA
