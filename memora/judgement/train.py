@@ -20,8 +20,8 @@ import numpy as np
 from memora.embeddings import shared_wordllama
 from memora.judgement.decisions import (
     GATE_LABELS,
+    RELATION_CONFIRM,
     RELATION_LABELS,
-    RELATION_VETO,
     SECRET_LABELS,
     WEIGHTS_DIR,
     Judgement,
@@ -81,6 +81,9 @@ RELATION_CORPORA = (
     "relations_subject.jsonl",
     "relations_changes.jsonl",
     "relations_groups.jsonl",
+    "relations_elaborations.jsonl",
+    "relations_paraphrase.jsonl",
+    "relations_values.jsonl",
 )
 UNRELATED_PAIRS = 1
 """Pairs of unrelated statements (distinct) added per labelled relation pair: neighbours found
@@ -340,8 +343,8 @@ def train_relation(
     model, report, probabilities, truth = _fit(
         "relation", RELATION_LABELS, rows, targets, keys, encoder_id, trainer=train_hidden
     )
-    # The reconciler undoes a replacement where the pair reads as distinct this surely.
-    vetoed = probabilities[:, 0] >= RELATION_VETO
+    # The reconciler undoes a replacement the rules propose where the pair reads as distinct.
+    vetoed = 1.0 - probabilities[:, 0] < RELATION_CONFIRM
     report.extra = {
         "veto_precision": float((truth[vetoed] == 0).mean()) if vetoed.any() else 0.0,
         "updates_vetoed": float(vetoed[truth == 1].mean()),
@@ -446,12 +449,18 @@ CARD_DATA = {
     "holders of a role; 7 languages), relations_subject.jsonl (the same subject, another "
     "attribute or the same one, change words on both sides; 8 languages), "
     "relations_groups.jsonl (facts about two or three people: one event changed or corrected "
-    "against another event of the same people; 7 languages) and relations_changes.jsonl (the "
+    "against another event of the same people; 7 languages), relations_changes.jsonl (the "
     "user's changes worded unlike the original against facts on the same topic; 8 "
-    "languages); symmetric labels also read the other way round; plus "
-    "as many pairs of unrelated statements of those corpora and as "
-    "many pairs of one item's update against another item's old statement, both distinct; "
-    "inputs add what the rules read in the pair (memora/write/reconcile/pair_structure.py)",
+    "languages), relations_elaborations.jsonl (more about the same subject and topic: "
+    "elaborations, achievements, shared activities, guesses, against one update and one "
+    "restatement of each statement; 10 languages), relations_paraphrase.jsonl (restatements "
+    "sharing few words against look-alikes that add or change a detail; 10 languages) and "
+    "relations_values.jsonl (one-value attributes swapped, an update, against another item "
+    "of a many-valued one or another person's value, distinct; 9 languages); symmetric "
+    "labels also read the other way round; plus as many pairs of unrelated statements of "
+    "those corpora and as many pairs of one item's update against another item's old "
+    "statement, both distinct; inputs add what the rules read in the pair "
+    "(memora/write/reconcile/pair_structure.py)",
 }
 
 
