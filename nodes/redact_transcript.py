@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from agent.messages import text_of
 from memora.judgement import Judgement
 from memora.redaction import redact, redact_tree, sensitive_values
-from memora.write.policy import secret_value_spans
+from memora.write.policy import located_secret_spans
 from nodes.common import current_turn_start, library, settings
 from nodes.state import Context, State
 
@@ -75,7 +75,7 @@ def _redacted_message(
 def _judged_values(
     turn: list[AnyMessage], runtime: Runtime[Context], keep: frozenset[str]
 ) -> set[str]:
-    """Values the trained secret decision finds in the user's words, cut wherever echoed."""
+    """Values the trained judgement places in the user's words, cut wherever echoed."""
     judge = library(runtime).judge
     if judge is None:
         return set()
@@ -83,7 +83,7 @@ def _judged_values(
     for message in turn:
         if isinstance(message, HumanMessage):
             text = text_of(message)
-            values |= {text[start:end] for start, end in secret_value_spans(text, judge)}
+            values |= {text[start:end] for start, end in located_secret_spans(text, judge)}
     return {value for value in values if value.strip() and not any(value in kept for kept in keep)}
 
 

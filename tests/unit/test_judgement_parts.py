@@ -203,15 +203,26 @@ class _GateRefuses(_GivenReadings):
 
 
 def test_what_the_gate_refuses_as_sensitive_is_cut_from_a_transcript() -> None:
-    from memora.write.policy import secret_value_spans
+    from memora.redaction import redact
+    from memora.write.policy import located_secret_spans, secret_value_spans
 
     text = "Shed padlock: 5529. The kids know it. Room 12 is upstairs."
     judge = _GateRefuses({text, "Shed padlock: 5529."})
     assert judge.secret_value_spans(text) == []
     cut = {text[start:end] for start, end in secret_value_spans(text, judge)}
     assert "5529" in cut
-    assert "12" not in cut  # only the sentences the gate refuses are cut
-    # Where no sentence is refused alone, the values of the whole text are.
-    whole = {text[a:b] for a, b in secret_value_spans(text, _GateRefuses({text}))}
-    assert {"5529", "12"} <= whole
+    cleaned = redact(text, judge=judge).text
+    assert "5529" not in cleaned and cleaned.endswith("Room 12 is upstairs.")
+    assert located_secret_spans(text, judge) == secret_value_spans(text, judge)
     assert secret_value_spans(text, _GateRefuses(set())) == []
+
+
+def test_the_numbers_of_a_text_refused_only_as_a_whole_are_cut_there_and_not_chased() -> None:
+    from memora.write.policy import located_secret_spans, secret_value_spans
+
+    text = "Shed padlock: 5529. The kids know it. Room 12 is upstairs."
+    whole_only = _GateRefuses({text})
+    assert {text[a:b] for a, b in secret_value_spans(text, whole_only)} >= {"5529", "12"}
+    # Every number of the message is a guess, not a located value: the turn's other
+    # messages (the reply's dates and counts) keep theirs.
+    assert located_secret_spans(text, whole_only) == []

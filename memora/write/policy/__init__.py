@@ -3,7 +3,7 @@
 Public API (unchanged for callers): :func:`apply_memory_policy`, :func:`check_candidate`,
 :class:`MemoryClassifier`, and the sensitive-data detectors redaction shares,
 :func:`is_sensitive`, :func:`holds_secret_shaped_value`, :func:`sensitive_spans` and the
-trained judgement's :func:`secret_value_spans`.
+trained judgement's :func:`secret_value_spans` and :func:`located_secret_spans`.
 """
 
 from memora.write.policy.gate import (
@@ -13,7 +13,7 @@ from memora.write.policy.gate import (
     apply_memory_policy,
     check_candidate,
 )
-from memora.write.policy.judged import secret_value_spans
+from memora.write.policy.judged import located_secret_spans, secret_value_spans
 from memora.write.policy.secrets import (
     holds_secret_shaped_value,
     is_sensitive,
@@ -32,6 +32,7 @@ __all__ = [
     "holds_secret_shaped_value",
     "is_sensitive",
     "is_valid_tw_id",
+    "located_secret_spans",
     "secret_value_spans",
     "sensitive_spans",
     "support_ratio",

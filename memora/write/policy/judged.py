@@ -100,18 +100,28 @@ def trained_verdict(
 
 
 def secret_value_spans(text: str, judge: Judgement) -> list[tuple[int, int]]:
-    """Where the trained judgement cuts values from a transcript: the secret decision's
-    values, and, in a text the gate refuses as sensitive, the values of each sentence it
-    refuses (of the whole text where it refuses none alone). What the gate refuses to keep
-    as a memory is then not kept in a transcript either."""
+    """Where the trained judgement cuts values from a transcript: those of
+    :func:`located_secret_spans`, or, in a text the gate refuses as sensitive though it refuses
+    none of its sentences alone, every value of the text. What the gate refuses to keep as a
+    memory is then not kept in a transcript either."""
+    found = located_secret_spans(text, judge)
+    if found or judge.span_model is None or not text.strip() or not _refuses(text, judge):
+        return found
+    return judge.value_spans(text)
+
+
+def located_secret_spans(text: str, judge: Judgement) -> list[tuple[int, int]]:
+    """The values of the sentences that hold a secret: as the secret decision reads them, or,
+    where it reads none, in each sentence the gate refuses as sensitive. These are precise
+    enough to be cut wherever a turn echoes them; the numbers of a whole refused text are not."""
     found = judge.secret_value_spans(text)
     if found or judge.span_model is None or not text.strip() or not _refuses(text, judge):
         return found
     sentences = judge.sentences(text)
-    for sentence in sentences:
-        if len(sentences) == 1 or _refuses(sentence.group(0), judge):
-            found += judge.value_spans(sentence.group(0), sentence.start())
-    return found or judge.value_spans(text)
+    if len(sentences) == 1:
+        return judge.value_spans(sentences[0].group(0), sentences[0].start())
+    refused = [m for m in sentences if _refuses(m.group(0), judge)]
+    return [span for m in refused for span in judge.value_spans(m.group(0), m.start())]
 
 
 def _refuses(text: str, judge: Judgement) -> bool:

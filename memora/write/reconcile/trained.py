@@ -98,22 +98,30 @@ class TrainedReconciler:
         one_fact = {n.memory.id: 1.0 - float(row[0]) for n, row in zip(pairs, read, strict=True)}
         changed = [
             (float(row[1]), n)
-            for n, row in zip(open_pairs, read, strict=False)
+            for n, row in zip(open_pairs, read[: len(open_pairs)], strict=True)
             if row[1] > row[2] and one_fact[n.memory.id] >= self.thresholds.quantity
         ]
         if changed:
             return self._update(max(changed, key=lambda pair: pair[0])[1])
         if ruled.action is ReconcileAction.UPDATE:
-            kept = [i for i in ruled.target_ids if one_fact.get(i, 1.0) >= self.thresholds.confirm]
-            if kept:
-                return ruled.model_copy(update={"target_ids": kept})
+            confirmed = [
+                i for i in ruled.target_ids if one_fact.get(i, 0.0) >= self.thresholds.confirm
+            ]
+            if confirmed:
+                return ruled.model_copy(update={"target_ids": confirmed})
+        sure = [
+            n
+            for n in open_pairs + close
+            if n.similarity >= self.thresholds.alone_gate
+            and one_fact[n.memory.id] >= self.thresholds.alone
+        ]
+        if sure:
+            return self._update(max(sure, key=lambda n: one_fact[n.memory.id]))
+        if ruled.action is ReconcileAction.UPDATE:
             return ReconcileDecision(
                 action=ReconcileAction.KEEP_BOTH,
                 rationale="a separate fact (trained relation), though worded alike",
             )
-        sure = [n for n in open_pairs + close if one_fact[n.memory.id] >= self.thresholds.alone]
-        if sure:
-            return self._update(max(sure, key=lambda n: one_fact[n.memory.id]))
         return ruled
 
     @staticmethod

@@ -1,0 +1,102 @@
+"""The trained reconciler's decisions under given readings: when a replacement stands.
+
+The relation decision and the rules are stand-ins here, so each bar is checked on its own;
+tests/integration/test_trained_reconcile.py runs the shipped weights through the write path.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import numpy as np
+
+from memora.judgement import Judgement
+from memora.models import (
+    MemoryCandidate,
+    MemoryUnit,
+    Neighbour,
+    ReconcileAction,
+    ReconcileDecision,
+)
+from memora.write.reconcile import TrainedReconciler
+
+NEW = "The user walks the dog before work."
+
+
+class _Readings:
+    """The relation decision, reading each stored text as one fact with a given probability."""
+
+    def __init__(self, one_fact: dict[str, float]) -> None:
+        self.one_fact = one_fact
+        self.read: list[str] = []
+
+    def relation(self, olds: list[str], new: str, structure: Any, said_as: Any = None) -> Any:
+        self.read += olds
+        return np.array([[1 - self.one_fact[o], self.one_fact[o], 0.0] for o in olds])
+
+
+class _Rules:
+    """The rules, proposing a given decision."""
+
+    def __init__(self, decision: ReconcileDecision) -> None:
+        self.decision = decision
+
+    def decide(self, candidate: MemoryCandidate, neighbours: list[Neighbour]) -> Any:
+        return self.decision
+
+
+def _neighbour(memory_id: str, similarity: float) -> Neighbour:
+    content = f"Stored fact {memory_id} about the user's mornings."
+    return Neighbour(
+        memory=MemoryUnit(id=memory_id, user_id="u", content=content), similarity=similarity
+    )
+
+
+def _decide(
+    one_fact: dict[str, float], rules: ReconcileDecision, *neighbours: Neighbour
+) -> ReconcileDecision:
+    readings = _Readings({n.memory.content: one_fact[n.memory.id] for n in neighbours})
+    reconciler = TrainedReconciler(cast(Judgement, readings), rules=_Rules(rules))
+    return reconciler.decide(MemoryCandidate(content=NEW), list(neighbours))
+
+
+REPLACE_A = ReconcileDecision(action=ReconcileAction.UPDATE, target_ids=["a"], rationale="rules")
+CREATE = ReconcileDecision(action=ReconcileAction.CREATE, rationale="rules")
+
+
+def test_a_replacement_the_rules_propose_stands_only_if_read_as_one_fact() -> None:
+    a = _neighbour("a", 0.8)
+    assert _decide({"a": 0.6}, REPLACE_A, a).target_ids == ["a"]
+    kept = _decide({"a": 0.4}, REPLACE_A, a)
+    assert kept.action is ReconcileAction.KEEP_BOTH and not kept.target_ids
+
+
+def test_a_target_the_decision_did_not_read_is_not_replaced() -> None:
+    elsewhere = ReconcileDecision(action=ReconcileAction.UPDATE, target_ids=["z"], rationale="r")
+    assert _decide({"a": 0.2}, elsewhere, _neighbour("a", 0.8)).action is not (
+        ReconcileAction.UPDATE
+    )
+
+
+def test_a_near_certain_neighbour_is_replaced_even_where_the_rules_propose_another() -> None:
+    decision = _decide(
+        {"a": 0.1, "c": 0.995}, REPLACE_A, _neighbour("a", 0.8), _neighbour("c", 0.7)
+    )
+    assert decision.action is ReconcileAction.UPDATE and decision.target_ids == ["c"]
+
+
+def test_the_decision_alone_needs_near_certainty_and_a_close_neighbour() -> None:
+    assert _decide({"c": 0.98}, CREATE, _neighbour("c", 0.9)).action is ReconcileAction.CREATE
+    assert _decide({"c": 0.999}, CREATE, _neighbour("c", 0.55)).action is ReconcileAction.CREATE
+    assert _decide({"c": 0.99}, CREATE, _neighbour("c", 0.6)).target_ids == ["c"]
+
+
+def test_the_decision_alone_replaces_one_memory_only() -> None:
+    decision = _decide(
+        {"c": 0.995, "d": 0.999, "e": 0.3},
+        CREATE,
+        _neighbour("c", 0.9),
+        _neighbour("d", 0.8),
+        _neighbour("e", 0.95),
+    )
+    assert decision.action is ReconcileAction.UPDATE and decision.target_ids == ["d"]
