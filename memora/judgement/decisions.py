@@ -42,9 +42,9 @@ SECRET_LABELS = ("clear", "secret")
 """Whether a text (or one span of it) is a way into something."""
 RELATION_LABELS = ("distinct", "update", "restatement")
 """How a new memory relates to one stored neighbour."""
-RELATION_CONFIRM = 0.5
+RELATION_CONFIRM = 0.2
 """Probability of update + restatement (one fact) below which the trained reconciler undoes a
-replacement the rules propose."""
+replacement the rules propose (the values tried: ``RelationThresholds.confirm``)."""
 
 Encode = Callable[[list[str]], np.ndarray]
 

@@ -24,15 +24,19 @@ NEW = "The user walks the dog before work."
 
 
 class _Readings:
-    """The relation decision, reading each stored text as one fact with a given probability."""
+    """The relation decision, reading each stored text as one fact with a given probability:
+    a restatement, or an update for the texts in ``updates``."""
 
-    def __init__(self, one_fact: dict[str, float]) -> None:
+    def __init__(self, one_fact: dict[str, float], updates: set[str]) -> None:
         self.one_fact = one_fact
-        self.read: list[str] = []
+        self.updates = updates
 
     def relation(self, olds: list[str], new: str, structure: Any, said_as: Any = None) -> Any:
-        self.read += olds
-        return np.array([[1 - self.one_fact[o], self.one_fact[o], 0.0] for o in olds])
+        rows = []
+        for old in olds:
+            same = self.one_fact[old]
+            rows.append([1 - same, same, 0.0] if old in self.updates else [1 - same, 0.0, same])
+        return np.array(rows)
 
 
 class _Rules:
@@ -53,9 +57,15 @@ def _neighbour(memory_id: str, similarity: float) -> Neighbour:
 
 
 def _decide(
-    one_fact: dict[str, float], rules: ReconcileDecision, *neighbours: Neighbour
+    one_fact: dict[str, float],
+    rules: ReconcileDecision,
+    *neighbours: Neighbour,
+    updates: frozenset[str] = frozenset(),
 ) -> ReconcileDecision:
-    readings = _Readings({n.memory.content: one_fact[n.memory.id] for n in neighbours})
+    readings = _Readings(
+        {n.memory.content: one_fact[n.memory.id] for n in neighbours},
+        {n.memory.content for n in neighbours if n.memory.id in updates},
+    )
     reconciler = TrainedReconciler(cast(Judgement, readings), rules=_Rules(rules))
     return reconciler.decide(MemoryCandidate(content=NEW), list(neighbours))
 
@@ -66,9 +76,10 @@ CREATE = ReconcileDecision(action=ReconcileAction.CREATE, rationale="rules")
 
 def test_a_replacement_the_rules_propose_stands_only_if_read_as_one_fact() -> None:
     a = _neighbour("a", 0.8)
-    assert _decide({"a": 0.6}, REPLACE_A, a).target_ids == ["a"]
-    kept = _decide({"a": 0.4}, REPLACE_A, a)
-    assert kept.action is ReconcileAction.KEEP_BOTH and not kept.target_ids
+    for updated in (frozenset(), frozenset("a")):
+        assert _decide({"a": 0.25}, REPLACE_A, a, updates=updated).target_ids == ["a"]
+        kept = _decide({"a": 0.15}, REPLACE_A, a, updates=updated)
+        assert kept.action is ReconcileAction.KEEP_BOTH and not kept.target_ids
 
 
 def test_a_target_the_decision_did_not_read_is_not_replaced() -> None:
@@ -85,10 +96,13 @@ def test_a_near_certain_neighbour_is_replaced_even_where_the_rules_propose_anoth
     assert decision.action is ReconcileAction.UPDATE and decision.target_ids == ["c"]
 
 
-def test_the_decision_alone_needs_near_certainty_and_a_close_neighbour() -> None:
+def test_the_decision_alone_needs_a_near_certain_restatement_of_a_close_neighbour() -> None:
     assert _decide({"c": 0.98}, CREATE, _neighbour("c", 0.9)).action is ReconcileAction.CREATE
     assert _decide({"c": 0.999}, CREATE, _neighbour("c", 0.55)).action is ReconcileAction.CREATE
     assert _decide({"c": 0.99}, CREATE, _neighbour("c", 0.6)).target_ids == ["c"]
+    # An update read alone replaces nothing: another item of a list reads like one.
+    updated = _decide({"c": 0.999}, CREATE, _neighbour("c", 0.9), updates=frozenset("c"))
+    assert updated.action is ReconcileAction.CREATE
 
 
 def test_the_decision_alone_replaces_one_memory_only() -> None:
