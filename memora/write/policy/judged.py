@@ -104,24 +104,27 @@ def secret_value_spans(text: str, judge: Judgement) -> list[tuple[int, int]]:
     :func:`located_secret_spans`, or, in a text the gate refuses as sensitive though it refuses
     none of its sentences alone, every value of the text. What the gate refuses to keep as a
     memory is then not kept in a transcript either."""
-    found = located_secret_spans(text, judge)
-    if found or judge.span_model is None or not text.strip() or not _refuses(text, judge):
-        return found
-    return judge.value_spans(text)
+    located, refused = _located_spans(text, judge)
+    return located if located or not refused else judge.value_spans(text)
 
 
 def located_secret_spans(text: str, judge: Judgement) -> list[tuple[int, int]]:
     """The values of the sentences that hold a secret: as the secret decision reads them, or,
     where it reads none, in each sentence the gate refuses as sensitive. These are precise
     enough to be cut wherever a turn echoes them; the numbers of a whole refused text are not."""
+    return _located_spans(text, judge)[0]
+
+
+def _located_spans(text: str, judge: Judgement) -> tuple[list[tuple[int, int]], bool]:
+    """:func:`located_secret_spans`, and whether the gate refuses the whole text (read only
+    where the secret decision places no value)."""
     found = judge.secret_value_spans(text)
     if found or judge.span_model is None or not text.strip() or not _refuses(text, judge):
-        return found
+        return found, False
     sentences = judge.sentences(text)
-    if len(sentences) == 1:
-        return judge.value_spans(sentences[0].group(0), sentences[0].start())
-    refused = [m for m in sentences if _refuses(m.group(0), judge)]
-    return [span for m in refused for span in judge.value_spans(m.group(0), m.start())]
+    if len(sentences) > 1:
+        sentences = [m for m in sentences if _refuses(m.group(0), judge)]
+    return [span for m in sentences for span in judge.value_spans(m.group(0), m.start())], True
 
 
 def _refuses(text: str, judge: Judgement) -> bool:

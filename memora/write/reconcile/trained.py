@@ -101,30 +101,33 @@ class TrainedReconciler:
         read = self._read(candidate, pairs)
         if read is None:
             return ruled
-        one_fact = {n.memory.id: 1.0 - float(row[0]) for n, row in zip(pairs, read, strict=True)}
+        # Per neighbour: (distinct, update, restatement); one fact is update + restatement.
+        relation = {n.memory.id: row.tolist() for n, row in zip(pairs, read, strict=True)}
         changed = [
-            (float(row[1]), n)
-            for n, row in zip(open_pairs, read[: len(open_pairs)], strict=True)
-            if row[1] > row[2] and one_fact[n.memory.id] >= self.thresholds.quantity
+            n
+            for n in open_pairs
+            if relation[n.memory.id][1] > relation[n.memory.id][2]
+            and 1.0 - relation[n.memory.id][0] >= self.thresholds.quantity
         ]
         if changed:
-            return self._update(max(changed, key=lambda pair: pair[0])[1])
+            return self._update(max(changed, key=lambda n: relation[n.memory.id][1]))
         if ruled.action is ReconcileAction.UPDATE:
             confirmed = [
-                i for i in ruled.target_ids if one_fact.get(i, 0.0) >= self.thresholds.confirm
+                i
+                for i in ruled.target_ids
+                if i in relation and 1.0 - relation[i][0] >= self.thresholds.confirm
             ]
             if confirmed:
                 return ruled.model_copy(update={"target_ids": confirmed})
-        restated = {n.memory.id: float(row[2]) for n, row in zip(pairs, read, strict=True)}
-        sure = [
+        restated = [
             n
             for n in open_pairs + close
             if n.similarity >= self.thresholds.alone_gate
-            and restated[n.memory.id] >= self.thresholds.alone
-            and restated[n.memory.id] > one_fact[n.memory.id] - restated[n.memory.id]
+            and relation[n.memory.id][2] > relation[n.memory.id][1]
+            and relation[n.memory.id][2] >= self.thresholds.alone
         ]
-        if sure:
-            return self._update(max(sure, key=lambda n: restated[n.memory.id]))
+        if restated:
+            return self._update(max(restated, key=lambda n: relation[n.memory.id][2]))
         if ruled.action is ReconcileAction.UPDATE:
             return ReconcileDecision(
                 action=ReconcileAction.KEEP_BOTH,
