@@ -1,7 +1,7 @@
 """The trained decisions: what a candidate memory is, where a secret is, how two memories relate.
 
-Each decision is a :class:`~memora.judgement.linear.SoftmaxModel` over the bundled
-encoder's sentence vectors and a few structural features. Inputs are built here
+Each decision is a :class:`~memora.judgement.linear.SoftmaxModel`, or a committee of them, over
+the bundled encoder's sentence vectors and a few structural features. Inputs are built here
 the same way for training and for use.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 from memora.embeddings import shared_wordllama
 from memora.judgement.encoder import SentenceEncoder, bundled_encoder
 from memora.judgement.features import pair_features, support_features, text_features
-from memora.judgement.linear import SoftmaxModel
+from memora.judgement.linear import Decision, load_decision
 from memora.judgement.spans import candidate_spans, span_features
 
 log = logging.getLogger(__name__)
@@ -139,12 +139,12 @@ class Judgement:
     def __init__(self, encoder: SentenceEncoder, weights_dir: Path = WEIGHTS_DIR) -> None:
         self.encoder = encoder
 
-        def load(decision: str) -> SoftmaxModel | None:
+        def load(decision: str) -> Decision | None:
             path = weights_dir / f"{decision}.{encoder.slug}.npz"
             if not path.exists():
                 log.warning("no %s weights for encoder %s", decision, encoder.encoder_id)
                 return None
-            return SoftmaxModel.load(path)
+            return load_decision(path)
 
         self.gate_model = load("gate")
         self.secret_model = load("secret")

@@ -49,6 +49,10 @@ class SoftmaxModel:
     def save(self, path: Path) -> None:
         """Write the model as one ``.npz`` file."""
         path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(path, **self.arrays())
+
+    def arrays(self, prefix: str = "") -> dict[str, Any]:
+        """The model's arrays as :meth:`save` writes them, each name led by ``prefix``."""
         arrays: dict[str, Any] = {
             "labels": np.asarray(self.labels),
             "weights": self.weights.astype(np.float32),
@@ -60,27 +64,77 @@ class SoftmaxModel:
         if self.hidden is not None:
             arrays["hidden_weights"] = self.hidden[0].astype(np.float32)
             arrays["hidden_bias"] = self.hidden[1].astype(np.float32)
-        np.savez(path, **arrays)
+        return {prefix + name: array for name, array in arrays.items()}
 
     @classmethod
     def load(cls, path: Path) -> SoftmaxModel:
         """Read a model written by :meth:`save`."""
         with np.load(path, allow_pickle=False) as data:
-            hidden = None
-            if "hidden_weights" in data:
-                hidden = (
-                    data["hidden_weights"].astype(np.float64),
-                    data["hidden_bias"].astype(np.float64),
-                )
-            return cls(
-                labels=tuple(str(label) for label in data["labels"]),
-                weights=data["weights"].astype(np.float64),
-                bias=data["bias"].astype(np.float64),
-                mean=data["mean"].astype(np.float64),
-                scale=data["scale"].astype(np.float64),
-                encoder_id=str(data["encoder_id"]),
-                hidden=hidden,
+            return cls.from_arrays(data)
+
+    @classmethod
+    def from_arrays(cls, data: Any, prefix: str = "") -> SoftmaxModel:
+        """The model whose arrays :meth:`arrays` named with ``prefix``."""
+        hidden = None
+        if prefix + "hidden_weights" in data:
+            hidden = (
+                data[prefix + "hidden_weights"].astype(np.float64),
+                data[prefix + "hidden_bias"].astype(np.float64),
             )
+        return cls(
+            labels=tuple(str(label) for label in data[prefix + "labels"]),
+            weights=data[prefix + "weights"].astype(np.float64),
+            bias=data[prefix + "bias"].astype(np.float64),
+            mean=data[prefix + "mean"].astype(np.float64),
+            scale=data[prefix + "scale"].astype(np.float64),
+            encoder_id=str(data[prefix + "encoder_id"]),
+            hidden=hidden,
+        )
+
+
+@dataclass(frozen=True)
+class Committee:
+    """Models of one decision fitted on the same rows from different starting draws, read as
+    the average of their probabilities. One hidden layer's draw decides much of how sure it is
+    on pairs the corpora never showed it; the average is sure only where the members agree."""
+
+    members: tuple[SoftmaxModel, ...]
+    """The fitted models, alike in labels, encoder and inputs."""
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Class names, in the order of the probability columns."""
+        return self.members[0].labels
+
+    @property
+    def encoder_id(self) -> str:
+        """The sentence encoder the members were trained on."""
+        return self.members[0].encoder_id
+
+    def probabilities(self, features: np.ndarray) -> np.ndarray:
+        """(rows, classes) average class probabilities of the members."""
+        return np.mean([member.probabilities(features) for member in self.members], axis=0)
+
+    def save(self, path: Path) -> None:
+        """Write every member into one ``.npz`` file."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        arrays: dict[str, Any] = {"members": np.asarray(len(self.members))}
+        for i, member in enumerate(self.members):
+            arrays |= member.arrays(f"member{i}_")
+        np.savez(path, **arrays)
+
+
+Decision = SoftmaxModel | Committee
+"""The weights of one trained decision: one model, or a committee of them."""
+
+
+def load_decision(path: Path) -> Decision:
+    """Read a model or a committee written by its ``save``."""
+    with np.load(path, allow_pickle=False) as data:
+        if "members" not in data:
+            return SoftmaxModel.from_arrays(data)
+        count = int(data["members"])
+        return Committee(tuple(SoftmaxModel.from_arrays(data, f"member{i}_") for i in range(count)))
 
 
 @dataclass(frozen=True)
@@ -202,3 +256,21 @@ def train_hidden(
     _adam(params, gradients, steps, learning_rate)
     w1, b1, w2, b2 = params
     return SoftmaxModel(labels, w2, b2, data.mean, data.scale, encoder_id, hidden=(w1, b1))
+
+
+def train_committee(
+    features: np.ndarray,
+    targets: np.ndarray,
+    labels: tuple[str, ...],
+    encoder_id: str,
+    *,
+    seeds: tuple[int, ...] = (0, 1, 2),
+    **options: Any,
+) -> Committee:
+    """Fit :func:`train_hidden` once per seed of ``seeds``."""
+    return Committee(
+        tuple(
+            train_hidden(features, targets, labels, encoder_id, seed=seed, **options)
+            for seed in seeds
+        )
+    )

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from langchain_core.messages import HumanMessage
 
 from graph.checkpointed import open_agent
 from memora.api import Memora
 from memora.config import load_settings
-from memora.judgement import judgement, trained_judgement
+from memora.judgement import Judgement, judgement, trained_judgement
 from memora.models import MemoryCandidate, RejectionReason
 from memora.redaction import redact
 from memora.write.policy import apply_memory_policy
@@ -225,3 +226,46 @@ def test_a_turn_with_a_natural_secret_keeps_no_trace(
     root = tmp_path / "data"
     _two_turns(root, monkeypatch, model, message)
     assert files_containing(root, [code.encode()]) == []
+
+
+class _OnlyTheGateRefuses(Judgement):
+    """The shipped decisions, except that the secret decision reads every text holding
+    ``value`` as clear and the gate reads it as sensitive: a secret only the gate catches."""
+
+    def __init__(self, shipped: Judgement, value: str) -> None:
+        self.__dict__.update(shipped.__dict__)
+        self.value = value
+
+    def gate(self, candidate: str, message: str) -> dict[str, float]:
+        read = super().gate(candidate, message)
+        if self.value not in candidate:
+            return read
+        return {label: 0.0 for label in read} | {"sensitive": 0.99}
+
+    def secret_probability(self, texts: list[str]) -> np.ndarray:
+        read = super().secret_probability(texts)
+        return np.where([self.value in text for text in texts], 0.0, read)
+
+
+def test_a_value_only_the_gate_refuses_leaves_no_trace_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    value = "Quillon-Marsh"
+    message = f"the cellar door answers to {value} now, keep that in mind"
+    shipped = trained_judgement("trained")
+    assert shipped is not None
+    judge = _OnlyTheGateRefuses(shipped, value)
+    assert judge.secret_sentences(message) == []
+    monkeypatch.setattr("memora.api.trained_judgement", lambda setting: judge)
+    remember = _call(
+        "remember_memory",
+        {"content": message, "memory_type": "semantic", "reason": "explicit_request"},
+        "r1",
+    )
+    model = ScriptedChatModel(
+        script=[remember, _answer(f"Noted: {value} for the cellar."), _answer("Hello.")]
+    )
+    root = tmp_path / "data"
+    kept = _two_turns(root, monkeypatch, model, message)
+    assert kept[0].startswith("the cellar door answers to ") and value not in kept[0]
+    assert files_containing(root, [value.encode()]) == []

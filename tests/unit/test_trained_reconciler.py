@@ -100,9 +100,29 @@ def test_the_decision_alone_needs_a_near_certain_restatement_of_a_close_neighbou
     assert _decide({"c": 0.98}, CREATE, _neighbour("c", 0.9)).action is ReconcileAction.CREATE
     assert _decide({"c": 0.999}, CREATE, _neighbour("c", 0.55)).action is ReconcileAction.CREATE
     assert _decide({"c": 0.99}, CREATE, _neighbour("c", 0.6)).target_ids == ["c"]
-    # An update read alone replaces nothing: another item of a list reads like one.
-    updated = _decide({"c": 0.999}, CREATE, _neighbour("c", 0.9), updates=frozenset("c"))
-    assert updated.action is ReconcileAction.CREATE
+
+
+def test_the_decision_alone_replaces_the_one_value_it_reads_as_updated() -> None:
+    c = _neighbour("c", 0.9)
+    updated = frozenset("c")
+    decision = _decide({"c": 0.95}, CREATE, c, updates=updated)
+    assert decision.target_ids == ["c"] and decision.rationale.startswith("gives it a new value")
+    assert _decide({"c": 0.94}, CREATE, c, updates=updated).action is ReconcileAction.CREATE
+    far = _neighbour("c", 0.55)
+    assert _decide({"c": 0.999}, CREATE, far, updates=updated).action is ReconcileAction.CREATE
+
+
+def test_a_memory_read_as_the_new_value_of_several_replaces_none_of_them() -> None:
+    # Two lizards, a third one named: another item of a list, not two values replaced.
+    pair = (_neighbour("c", 0.9), _neighbour("d", 0.9))
+    both = _decide({"c": 0.99, "d": 0.985}, CREATE, *pair, updates=frozenset("cd"))
+    assert both.action is ReconcileAction.CREATE
+    # A restatement beside them is still replaced: it is the same fact, not another value.
+    e = _neighbour("e", 0.8)
+    restated = _decide(
+        {"c": 0.999, "d": 0.999, "e": 0.99}, CREATE, *pair, e, updates=frozenset("cd")
+    )
+    assert restated.target_ids == ["e"]
 
 
 def test_the_decision_alone_replaces_one_memory_only() -> None:
