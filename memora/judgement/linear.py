@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from memora.errors import ConfigurationError
+
 
 @dataclass(frozen=True)
 class SoftmaxModel:
@@ -100,6 +102,14 @@ class Committee:
 
     members: tuple[SoftmaxModel, ...]
     """The fitted models, alike in labels, encoder and inputs."""
+
+    def __post_init__(self) -> None:
+        if not self.members:
+            raise ConfigurationError("a committee needs at least one member")
+        first = self.members[0]
+        for member in self.members[1:]:
+            if member.labels != first.labels or member.encoder_id != first.encoder_id:
+                raise ConfigurationError("the members of a committee must share labels and encoder")
 
     @property
     def labels(self) -> tuple[str, ...]:

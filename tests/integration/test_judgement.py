@@ -160,10 +160,15 @@ def test_a_short_secret_the_model_repeats_in_its_reply_leaves_no_trace(
 
 
 def _two_turns(
-    root: Path, monkeypatch: pytest.MonkeyPatch, model: ScriptedChatModel, message: str
+    root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    model: ScriptedChatModel,
+    message: str,
+    judge: Judgement | None = None,
 ) -> list[str]:
-    """The texts a thread keeps after ``message`` and a greeting, with the trained judgement;
-    the store holds no memory of them."""
+    """The texts a thread keeps after ``message`` and a greeting, with the trained judgement
+    (``judge`` where given, checked to be the one the library reads); the store holds no memory
+    of them."""
     monkeypatch.setattr("nodes.call_model.get_chat_model", lambda s, choice="": model)
     memora = Memora(load_settings(data_dir=root, judgement="trained"))
     context = Context(user_id="alice", memora=memora)
@@ -172,7 +177,7 @@ def _two_turns(
         agent.invoke({"messages": [HumanMessage(message)]}, config, context=context)
         agent.invoke({"messages": [HumanMessage("Hi!")]}, config, context=context)
         kept = [str(m.content) for m in agent.get_state(config).values["messages"]]
-    assert memora.judge is not None
+    assert memora.judge is not None and memora.judge is (judge or memora.judge)
     assert memora.list("alice") == []
     memora.close()
     return kept
@@ -250,8 +255,9 @@ class _OnlyTheGateRefuses(Judgement):
 def test_a_value_only_the_gate_refuses_leaves_no_trace_on_disk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    value = "Quillon-Marsh"
-    message = f"the cellar door answers to {value} now, keep that in mind"
+    # The shipped secret decision reads this message as clear too (0.04).
+    value = "Tamarisk"
+    message = f"my building society memorable word is {value}"
     shipped = trained_judgement("trained")
     assert shipped is not None
     judge = _OnlyTheGateRefuses(shipped, value)
@@ -263,9 +269,11 @@ def test_a_value_only_the_gate_refuses_leaves_no_trace_on_disk(
         "r1",
     )
     model = ScriptedChatModel(
-        script=[remember, _answer(f"Noted: {value} for the cellar."), _answer("Hello.")]
+        script=[remember, _answer(f"Noted: {value} for the society."), _answer("Hello.")]
     )
     root = tmp_path / "data"
-    kept = _two_turns(root, monkeypatch, model, message)
-    assert kept[0].startswith("the cellar door answers to ") and value not in kept[0]
+    kept = _two_turns(root, monkeypatch, model, message, judge=judge)
+    assert kept[0].startswith("my building society memorable word is ") and value not in kept[0]
+    assert any(text.startswith("Noted: ") for text in kept)
+    assert not [text for text in kept if value in text]
     assert files_containing(root, [value.encode()]) == []

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from memora.errors import ConfigurationError
 from memora.judgement.decisions import Judgement, weights_path
 from memora.judgement.features import TEXT_FEATURES, pair_features, text_features
 from memora.judgement.linear import (
@@ -264,3 +266,13 @@ def _saved_single(tmp_path: Path) -> Path:
     path = tmp_path / "single.npz"
     train_softmax(features, targets, ("a", "b", "c"), "toy").save(path)
     return path
+
+
+def test_a_committee_of_none_or_of_unlike_members_is_refused() -> None:
+    features, targets = _toy()
+    one = train_softmax(features, targets, ("a", "b", "c"), "toy")
+    other = train_softmax(features, targets, ("a", "b", "c"), "another encoder")
+    with pytest.raises(ConfigurationError):
+        Committee(())
+    with pytest.raises(ConfigurationError):
+        Committee((one, other))

@@ -134,3 +134,25 @@ def test_the_decision_alone_replaces_one_memory_only() -> None:
         _neighbour("e", 0.95),
     )
     assert decision.action is ReconcileAction.UPDATE and decision.target_ids == ["d"]
+
+
+def test_a_sibling_read_as_likelier_updated_than_not_stops_the_decision_alone() -> None:
+    pair = (_neighbour("c", 0.9), _neighbour("d", 0.9))
+    decided = _decide({"c": 0.96, "d": 0.6}, CREATE, *pair, updates=frozenset("cd"))
+    assert decided.action is ReconcileAction.CREATE
+    lone = _decide({"c": 0.96, "d": 0.4}, CREATE, *pair, updates=frozenset("cd"))
+    assert lone.target_ids == ["c"]
+
+
+def test_a_changed_number_needs_its_own_bar_not_the_new_value_bar() -> None:
+    old = Neighbour(
+        memory=MemoryUnit(id="n", user_id="u", content="The user has 3 bonsai trees."),
+        similarity=0.9,
+    )
+    new = MemoryCandidate(content="The user has 4 bonsai trees.")
+    for one_fact, action in ((0.96, ReconcileAction.CREATE), (0.975, ReconcileAction.UPDATE)):
+        readings = _Readings({old.memory.content: one_fact}, {old.memory.content})
+        reconciler = TrainedReconciler(cast(Judgement, readings), rules=_Rules(CREATE))
+        decision = reconciler.decide(new, [old])
+        assert decision.action is action, one_fact
+    assert decision.rationale.startswith("gives it a new number")

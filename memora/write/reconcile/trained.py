@@ -42,11 +42,16 @@ class RelationThresholds:
     dev file): 0.98 cost Letta 0.02 collateral per row more, 0.995 left 3 more stale facts."""
     alone_update: float = 0.95
     """Least probability of update for the decision to replace, alone, a close neighbour the
-    rules keep: its new value, where it reads no other neighbour so (a list grows by another
-    item that reads like a new value of each). The committee of three fits reads "I keep a pet X
-    named A" against "... B" at most at 0.67, where one fit read 0.99. Of 0.9, 0.95 and 0.98 on
-    event log dev 2: 0.968 / 9 / 20, 22 and 25 (distinct kept / wrongly superseded / stale), on
-    Letta's dev file 0.039, 0.015 and 0.015 collateral per row."""
+    rules keep and whose number has not changed: its new value, where it reads no other
+    neighbour at :attr:`alone_sibling` (a list grows by another item that reads like a new
+    value of each). The committee of three fits reads "I keep a pet X named A" against "... B"
+    at most at 0.67, where the single fit shipped before read 0.99. Of 0.9, 0.95 and 0.98 on
+    event log dev 2: 0.968 / 9 / 20, 22 and 25 (distinct kept / wrongly superseded / stale); on
+    Letta's dev file 0.039, 0.015 and 0.015 collateral per row (siblings counted at the same
+    bar then)."""
+    alone_sibling: float = 0.5
+    """Probability of update at which another close neighbour counts as a value the new memory
+    could replace as well, so that it replaces neither on its own reading."""
     alone_gate: float = 0.6
     """Least cosine of such a neighbour."""
     quantity: float = 0.97
@@ -126,7 +131,7 @@ class TrainedReconciler:
             ]
             if confirmed:
                 return ruled.model_copy(update={"target_ids": confirmed})
-        alone = self._alone(open_pairs + close, relation)
+        alone = self._alone(open_pairs, close, relation)
         if alone is not None:
             updated = relation[alone.memory.id][1] > relation[alone.memory.id][2]
             return self._update(
@@ -139,21 +144,27 @@ class TrainedReconciler:
             )
         return ruled
 
-    def _alone(self, pairs: list[Neighbour], relation: dict[str, list[float]]) -> Neighbour | None:
+    def _alone(
+        self, numbered: list[Neighbour], close: list[Neighbour], relation: dict[str, list[float]]
+    ) -> Neighbour | None:
         """The close neighbour the decision replaces on its own reading: one it is near-certain
-        the new memory restates or gives a new value of. None where it reads several as given a
-        new value: the new memory is then another item of a list, or a statement of several
-        facts, and one value replaces one value."""
+        the new memory restates, or gives a new value of where no number may have changed (those
+        have their own bar). None of the new values where it reads another neighbour as likelier
+        given a new value than not: the new memory is then another item of a list, or a
+        statement of several facts, and one value replaces one value."""
         bars = self.thresholds
-        near = [n for n in pairs if n.similarity >= bars.alone_gate]
-        updated = [n for n in near if relation[n.memory.id][1] >= bars.alone_update]
+        near = [n for n in numbered + close if n.similarity >= bars.alone_gate]
+        siblings = [n for n in near if relation[n.memory.id][1] >= bars.alone_sibling]
+        updated = [
+            n for n in close if n in siblings and relation[n.memory.id][1] >= bars.alone_update
+        ]
         restated = [
             n
             for n in near
             if relation[n.memory.id][2] > relation[n.memory.id][1]
             and relation[n.memory.id][2] >= bars.alone
         ]
-        chosen = restated + (updated if len(updated) == 1 else [])
+        chosen = restated + (updated if len(siblings) == 1 else [])
         if not chosen:
             return None
         return max(chosen, key=lambda n: 1.0 - relation[n.memory.id][0])
