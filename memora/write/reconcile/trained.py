@@ -4,9 +4,8 @@ Supersession is the exception. A memory is replaced only where the relation deci
 pair as one fact (an update or a restatement) where the rules (:class:`OfflineReconciler`)
 propose the replacement, a changed number as an update, or, alone, near-certainly, the same fact
 said again in other words or the one memory whose value the new one changes. Otherwise both are
-kept. Reading a pair costs a fraction of a
-millisecond (the stored memory is read with word vectors only), so the decision reads every
-close neighbour.
+kept. Reading a pair costs a fraction of a millisecond (the stored memory is read with word
+vectors only), so the decision reads every close neighbour.
 """
 
 from __future__ import annotations
@@ -155,9 +154,7 @@ class TrainedReconciler:
         bars = self.thresholds
         near = [n for n in numbered + close if n.similarity >= bars.alone_gate]
         siblings = [n for n in near if relation[n.memory.id][1] >= bars.alone_sibling]
-        updated = [
-            n for n in close if n in siblings and relation[n.memory.id][1] >= bars.alone_update
-        ]
+        updated = [n for n in close if relation[n.memory.id][1] >= bars.alone_update]
         restated = [
             n
             for n in near
