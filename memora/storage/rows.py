@@ -81,7 +81,8 @@ _TABLES = (
     """CREATE TABLE IF NOT EXISTS vector_keys (
     id TEXT PRIMARY KEY,
     user_id TEXT NOT NULL,
-    key {types.bytes} NOT NULL
+    key {types.bytes} NOT NULL,
+    sentence {types.bytes}
 )""",
 )
 
@@ -271,9 +272,19 @@ class RowStore(Protocol):
     """
 
     def insert(
-        self, user_id: str, units: Sequence[MemoryUnit], keys: Sequence[bytes]
+        self,
+        user_id: str,
+        units: Sequence[MemoryUnit],
+        keys: Sequence[bytes],
+        sentences: Sequence[bytes | None] | None = None,
     ) -> GenerationBump:
-        """Store new memories of ``user_id``, each with the key that seals its vector."""
+        """Store new memories of ``user_id``, each with the key that seals its vector and,
+        where given, its sentence vector (:meth:`sentence_vectors`)."""
+        ...
+
+    def sentence_vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, bytes]:
+        """The sentence vectors stored with these memories' keys (the judgement encoder's
+        reading of each as written); ids without a live memory or a vector are left out."""
         ...
 
     def rewrite(self, user_id: str, units: Sequence[MemoryUnit]) -> GenerationBump:

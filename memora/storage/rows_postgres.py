@@ -63,7 +63,7 @@ from memora.storage.user_keys import (
     seal_field,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _CONTENT = COLUMNS.index("content")
 _METADATA = COLUMNS.index("metadata")
 _VECTOR_LOCK = 0x6D656D6F7261_01
@@ -163,6 +163,12 @@ _DELETING_TRANSACTIONS: list[str | Callable[[psycopg.Connection[Any]], None]] = 
 ]
 """Schema 4: a record names its deleting transaction, so a rewrite (a later one too) waits
 for the transactions older than it."""
+_SENTENCE_VECTORS: list[str | Callable[[psycopg.Connection[Any]], None]] = [
+    "ALTER TABLE vector_keys ADD COLUMN IF NOT EXISTS sentence BYTEA",
+    "ALTER TABLE vector_keys ALTER COLUMN sentence SET STATISTICS 0",
+]
+"""Schema 5: each memory's sentence vector beside its key, in the rows a forget deletes and
+whose partition it rewrites."""
 
 
 class PostgresRowStore(SqlRowStore):
@@ -180,11 +186,19 @@ class PostgresRowStore(SqlRowStore):
     def __init__(self, db: PostgresDatabase) -> None:
         super().__init__(db)
         older = self._version()
-        schema = [*_SCHEMA, *_SEALED_TEXT, *_SEALED_FIELDS, *_DELETING_TRANSACTIONS]
+        schema = [
+            *_SCHEMA,
+            *_SEALED_TEXT,
+            *_SEALED_FIELDS,
+            *_DELETING_TRANSACTIONS,
+            *_SENTENCE_VECTORS,
+        ]
         if older == 2:
-            schema = [*_SEALED_FIELDS, *_DELETING_TRANSACTIONS, *_EVERY_PART]
+            schema = [*_SEALED_FIELDS, *_DELETING_TRANSACTIONS, *_EVERY_PART, *_SENTENCE_VECTORS]
         elif older == 3:
-            schema = _DELETING_TRANSACTIONS
+            schema = [*_DELETING_TRANSACTIONS, *_SENTENCE_VECTORS]
+        elif older == 4:
+            schema = _SENTENCE_VECTORS
         if db.ensure_schema("rows", SCHEMA_VERSION, schema) and older < 3:
             # The sealing left the plain texts and metadata in dead tuples of the new file.
             db.rewrite("memories")
@@ -292,8 +306,9 @@ class PostgresRowStore(SqlRowStore):
         with self.db.writing() as conn:
             for memory_id, key in keys.items():
                 cursor = conn.execute(
-                    "INSERT INTO vector_keys SELECT id, user_id, %s FROM memories"
-                    " WHERE id = %s AND user_id = %s ON CONFLICT (user_id, id) DO NOTHING",
+                    "INSERT INTO vector_keys (id, user_id, key)"
+                    " SELECT id, user_id, %s FROM memories WHERE id = %s AND user_id = %s"
+                    " ON CONFLICT (user_id, id) DO NOTHING",
                     (key, memory_id, user_id),
                 )
                 if cursor.rowcount:

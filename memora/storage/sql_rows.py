@@ -10,7 +10,7 @@ import json
 import secrets
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -182,11 +182,19 @@ class SqlRowStore(ABC):
         return GenerationBump(after - 1, after, store_after - 1, store_after)
 
     def insert(
-        self, user_id: str, units: Sequence[MemoryUnit], keys: Sequence[bytes]
+        self,
+        user_id: str,
+        units: Sequence[MemoryUnit],
+        keys: Sequence[bytes],
+        sentences: Sequence[bytes | None] | None = None,
     ) -> GenerationBump:
-        """Insert new rows and their vector keys; the units must belong to ``user_id``."""
+        """Insert new rows and their vector keys (with each memory's sentence vector, where
+        given); the units must belong to ``user_id``."""
         if len(keys) != len(units):
             raise ValueError("one vector key per memory is required")
+        sentences = sentences if sentences is not None else [None] * len(units)
+        if len(sentences) != len(units):
+            raise ValueError("one sentence vector (or None) per memory is required")
         with self.db.transaction() as conn:
             conn.executemany(
                 f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES"
@@ -194,8 +202,11 @@ class SqlRowStore(ABC):
                 self._stored_values(units, keys),
             )
             conn.executemany(
-                "INSERT INTO vector_keys VALUES (?, ?, ?)",
-                [(unit.id, user_id, key) for unit, key in zip(units, keys, strict=True)],
+                "INSERT INTO vector_keys (id, user_id, key, sentence) VALUES (?, ?, ?, ?)",
+                [
+                    (unit.id, user_id, key, sentence)
+                    for unit, key, sentence in zip(units, keys, sentences, strict=True)
+                ],
             )
             return self._bump(conn, user_id, [unit.id for unit in units])
 
@@ -302,8 +313,9 @@ class SqlRowStore(ABC):
         with self.db.transaction() as conn:
             for memory_id, key in keys.items():
                 cursor = conn.execute(
-                    "INSERT INTO vector_keys SELECT id, user_id, ? FROM memories"
-                    " WHERE id = ? AND user_id = ? ON CONFLICT (id) DO NOTHING",
+                    "INSERT INTO vector_keys (id, user_id, key)"
+                    " SELECT id, user_id, ? FROM memories WHERE id = ? AND user_id = ?"
+                    " ON CONFLICT (id) DO NOTHING",
                     (key, memory_id, user_id),
                 )
                 if cursor.rowcount:
@@ -473,6 +485,19 @@ class SqlRowStore(ABC):
                 found[row["id"]] = bytes(row["key"])
         return found
 
+    def sentence_vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, bytes]:
+        """Sentence vectors kept with the keys of this user's live memories among the ids."""
+        found: dict[str, bytes] = {}
+        for batch in self._batches(memory_ids):
+            condition, ids = self._id_in("id", batch)
+            for row in self.db.query(
+                f"SELECT id, sentence FROM vector_keys WHERE user_id = ? AND {condition}"
+                " AND sentence IS NOT NULL",
+                (user_id, *ids),
+            ):
+                found[row["id"]] = bytes(row["sentence"])
+        return found
+
     def live_ids(self, memory_ids: Sequence[str]) -> set[str]:
         """Ids among ``memory_ids`` that still have a row."""
         live: set[str] = set()
@@ -514,6 +539,19 @@ class SqliteRowStore(SqlRowStore):
     def __init__(self, path: Path) -> None:
         super().__init__(Database(path, SQLITE_SCHEMA))
         self._vector_lock_path = path.with_name(path.name + ".vector-lock")
+        self._add_sentence_column()
+
+    def _add_sentence_column(self) -> None:
+        """Give a store written before sentence vectors were kept their column."""
+        if self._has_sentence_column(self.db.query("PRAGMA table_info(vector_keys)")):
+            return
+        with self.db.transaction() as conn:  # another process may have added it meanwhile
+            if not self._has_sentence_column(conn.execute("PRAGMA table_info(vector_keys)")):
+                conn.execute("ALTER TABLE vector_keys ADD COLUMN sentence BLOB")
+
+    @staticmethod
+    def _has_sentence_column(columns: Iterable[Any]) -> bool:
+        return any(column["name"] == "sentence" for column in columns)
 
     @contextmanager
     def vector_lock(self) -> Iterator[None]:

@@ -184,8 +184,15 @@ class LongTermMemoryStore:
 
     # -- writes ----------------------------------------------------------
 
-    def add(self, units: Sequence[MemoryUnit], vectors: np.ndarray) -> list[str]:
-        """Store new memories with their vectors; all must belong to one user.
+    def add(
+        self,
+        units: Sequence[MemoryUnit],
+        vectors: np.ndarray,
+        sentences: Sequence[np.ndarray | None] | None = None,
+    ) -> list[str]:
+        """Store new memories with their vectors; all must belong to one user. ``sentences``:
+        each memory's sentence vector as the trained judgement read it, kept beside its key
+        for the relation decision to read when a later memory meets it (None: not read).
 
         Raises:
             StoreError: The store cannot be written.
@@ -202,7 +209,7 @@ class LongTermMemoryStore:
             unit.embedding_model = self.spec.model_id
         keys = [new_key() for _ in units]
         with self._lock:
-            bump = self.rows.insert(user_id, units, keys)
+            bump = self.rows.insert(user_id, units, keys, _sentence_bytes(sentences))
             self._vector_writer.submit(units, seal(vectors, keys))
             index = self._cache.after_write(user_id, bump)
             if index is not None:
@@ -247,9 +254,15 @@ class LongTermMemoryStore:
                 index.replace(unit)
 
     def supersede(
-        self, user_id: str, old_ids: Iterable[str], new_unit: MemoryUnit, vector: np.ndarray
+        self,
+        user_id: str,
+        old_ids: Iterable[str],
+        new_unit: MemoryUnit,
+        vector: np.ndarray,
+        sentence: np.ndarray | None = None,
     ) -> list[str]:
-        """Store ``new_unit`` and mark the old memories superseded by it, keeping history.
+        """Store ``new_unit`` (with its ``sentence`` vector, as :meth:`add` takes it) and mark
+        the old memories superseded by it, keeping history.
 
         Returns:
             The ids that were superseded (unknown or foreign ids are ignored).
@@ -258,7 +271,7 @@ class LongTermMemoryStore:
             olds = self._others(user_id, old_ids, new_unit.id)
             if olds:
                 new_unit.supersedes = olds[0].id
-            self.add([new_unit], np.asarray([vector]))
+            self.add([new_unit], np.asarray([vector]), [sentence])
             if olds:
                 self._rewrite(user_id, _superseded_by(olds, new_unit.id))
             return [old.id for old in olds]
@@ -291,6 +304,16 @@ class LongTermMemoryStore:
         """The user's memories among ``old_ids``, other than ``new_id``, in the given order."""
         found = (self.get(user_id, i) for i in dict.fromkeys(old_ids) if i != new_id)
         return [old for old in found if old is not None]
+
+    def sentence_vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The sentence vectors kept with these memories of the user (see :meth:`add`); a
+        damaged one is left out, and its memory read as one without."""
+        stored = self.rows.sentence_vectors(user_id, memory_ids) if memory_ids else {}
+        return {
+            i: np.frombuffer(raw, dtype="<f4").copy()
+            for i, raw in stored.items()
+            if raw and len(raw) % 4 == 0
+        }
 
     def touch(self, user_id: str, memory_ids: Iterable[str]) -> int:
         """Record an access to memories the agent used; returns how many were updated."""
@@ -433,3 +456,10 @@ class LongTermMemoryStore:
                 self.vectors.upsert(chunk, seal(vectors, [keys[unit.id] for unit in chunk]))
             self.rows.record_reindex(self.spec.model_id, self.spec.dimension)
             return len(units)
+
+
+def _sentence_bytes(sentences: Sequence[np.ndarray | None] | None) -> list[bytes | None] | None:
+    """Sentence vectors as stored: little-endian float32."""
+    if sentences is None:
+        return None
+    return [None if v is None else np.asarray(v, dtype="<f4").tobytes() for v in sentences]

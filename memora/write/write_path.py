@@ -96,8 +96,21 @@ def in_reconciler_scale(
     vectors = shared_wordllama().embed_array([content, *(n.memory.content for n in neighbours)])
     cosines = vectors[1:] @ vectors[0]
     return [
-        Neighbour(memory=n.memory, similarity=float(cosine))
+        n.model_copy(update={"similarity": float(cosine)})
         for n, cosine in zip(neighbours, cosines, strict=True)
+    ]
+
+
+def with_sentence_vectors(
+    store: LongTermMemoryStore, user_id: str, neighbours: list[Neighbour]
+) -> list[Neighbour]:
+    """Neighbours with the sentence vectors kept when they were written, where kept."""
+    kept = store.sentence_vectors(user_id, [n.memory.id for n in neighbours])
+    return [
+        n.model_copy(update={"sentence_vector": tuple(kept[n.memory.id].tolist())})
+        if n.memory.id in kept
+        else n
+        for n in neighbours
     ]
 
 
@@ -153,6 +166,9 @@ class WritePath:
             content,
             find_neighbours(self.store, user_id, candidate, vector, said_at),
         )
+        sentence = self.judge.sentence_vector(candidate.said_as or content) if self.judge else None
+        if sentence is not None:
+            neighbours = with_sentence_vectors(self.store, user_id, neighbours)
         decision = self.reconciler.decide(candidate, neighbours)
         unit = MemoryUnit(
             id=new_memory_id(),
@@ -172,7 +188,7 @@ class WritePath:
             updated_at=said_at,
             expires_at=candidate.metadata.get("expires_at"),
         )
-        outcome = self._apply(user_id, unit, vector, decision)
+        outcome = self._apply(user_id, unit, vector, sentence, decision)
         outcome.tokens = tokens
         self.audit.record(
             user_id,
@@ -186,7 +202,12 @@ class WritePath:
         return outcome
 
     def _apply(
-        self, user_id: str, unit: MemoryUnit, vector: np.ndarray, decision: ReconcileDecision
+        self,
+        user_id: str,
+        unit: MemoryUnit,
+        vector: np.ndarray,
+        sentence: np.ndarray | None,
+        decision: ReconcileDecision,
     ) -> WriteOutcome:
         action = decision.action
         if action is ReconcileAction.SKIP:
@@ -195,16 +216,16 @@ class WritePath:
                 True, action=action, memory_id=duplicate, affected_ids=list(decision.target_ids)
             )
         if action is ReconcileAction.UPDATE and decision.target_ids:
-            superseded = self.store.supersede(user_id, decision.target_ids, unit, vector)
+            superseded = self.store.supersede(user_id, decision.target_ids, unit, vector, sentence)
             return WriteOutcome(True, action=action, memory_id=unit.id, affected_ids=superseded)
         if action is ReconcileAction.REVIEW:
             unit.metadata["review_targets"] = list(decision.target_ids)
             unit.needs_review = True
-            self.store.add([unit], np.asarray([vector]))
+            self.store.add([unit], np.asarray([vector]), [sentence])
             return WriteOutcome(
                 True, action=action, memory_id=unit.id, affected_ids=list(decision.target_ids)
             )
-        self.store.add([unit], np.asarray([vector]))
+        self.store.add([unit], np.asarray([vector]), [sentence])
         return WriteOutcome(
             True, action=action, memory_id=unit.id, affected_ids=list(decision.target_ids)
         )

@@ -3,17 +3,19 @@ each write."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memora.models import MemoryStatus, MemoryUnit
 from memora.storage.db import StoreError
 from memora.storage.postgres import PostgresDatabase
 from memora.storage.rows import GenerationBump
-from memora.storage.rows_postgres import PostgresRowStore
+from memora.storage.rows_postgres import SCHEMA_VERSION, PostgresRowStore
 from memora.storage.sql_rows import SqliteRowStore, SqlRowStore
 
 _T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -258,3 +260,45 @@ def test_more_ids_than_one_statement_binds(rows: SqlRowStore) -> None:
     rows.delete_with_tombstones("alice", ids)
     assert rows.count("alice") == 0 and rows.live_ids(ids) == set()
     assert rows.foreign_ids("bob", ids) == set(ids)
+
+
+def test_a_memorys_sentence_vector_goes_with_its_key(rows: SqlRowStore) -> None:
+    vector = np.arange(4, dtype="<f4").tobytes()
+    rows.insert("alice", [_unit("a1"), _unit("a2")], [bytes(32), bytes(32)], [vector, None])
+    assert rows.sentence_vectors("alice", ["a1", "a2", "zz"]) == {"a1": vector}
+    assert rows.sentence_vectors("bob", ["a1"]) == {}
+    rows.delete_with_tombstones("alice", ["a1"])
+    assert rows.sentence_vectors("alice", ["a1"]) == {}
+    with pytest.raises(ValueError, match="sentence vector"):
+        rows.insert("alice", [_unit("a3")], [bytes(32)], [])
+
+
+def test_a_sqlite_store_from_before_sentence_vectors_gains_their_column(tmp_path: Path) -> None:
+    path = tmp_path / "memora.db"
+    SqliteRowStore(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("ALTER TABLE vector_keys DROP COLUMN sentence")
+        conn.execute("INSERT INTO vector_keys VALUES ('old', 'alice', x'00')")
+
+    first, second = SqliteRowStore(path), SqliteRowStore(path)  # the second finds it added
+    first.insert("alice", [_unit("a1")], [bytes(32)], [b"\x01\x02\x03\x04"])
+    assert second.sentence_vectors("alice", ["a1", "old"]) == {"a1": b"\x01\x02\x03\x04"}
+    first.close()
+    second.close()
+
+
+def test_a_postgres_store_of_schema_4_gains_the_sentence_column(database_url: str) -> None:
+    import psycopg
+
+    PostgresRowStore(PostgresDatabase(database_url)).close()
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE vector_keys DROP COLUMN sentence")
+        conn.execute("UPDATE schema_version SET version = 4 WHERE component = 'rows'")
+
+    rows = PostgresRowStore(PostgresDatabase(database_url))
+    rows.insert("alice", [_unit("a1")], [bytes(32)], [b"\x01\x02\x03\x04"])
+    assert rows.sentence_vectors("alice", ["a1"]) == {"a1": b"\x01\x02\x03\x04"}
+    rows.close()
+    with psycopg.connect(database_url) as conn:
+        version = conn.execute("SELECT version FROM schema_version WHERE component = 'rows'")
+        assert version.fetchone() == (SCHEMA_VERSION,) == (5,)

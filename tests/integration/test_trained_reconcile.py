@@ -25,7 +25,7 @@ from memora.models import (
     ReconcileAction,
 )
 from memora.write.reconcile import OfflineReconciler, TrainedReconciler
-from tests.integration.test_forgetting import files_containing
+from tests.integration.test_forgetting import embedding_fingerprints, files_containing
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 SOURCE = MemorySource(actor="test")
@@ -296,3 +296,49 @@ def test_a_write_embeds_no_stored_memory_with_the_sentence_encoder(
     _add(memora, new, 2)
     assert any(old in olds for olds in read), "the decision read no stored memory"
     assert set(embedded) == {new}
+
+
+def test_a_written_memory_keeps_its_sentence_vector_until_it_is_forgotten(
+    memora: Memora, tmp_path: Path
+) -> None:
+    text = "The user keeps bees on the roof of the allotment shed."
+    _add(memora, text, 0)
+    (unit,) = memora.list("u", MemoryStatus.ACTIVE)
+    reconciler = memora.reconciler
+    assert isinstance(reconciler, TrainedReconciler)
+    kept = memora.store.sentence_vectors("u", [unit.id])
+    assert list(kept) == [unit.id]
+    assert np.allclose(kept[unit.id], reconciler.judge.encoder.encode([text])[0])
+    assert memora.store.sentence_vectors("someone-else", [unit.id]) == {}
+
+    assert memora.forget("u", unit.id) == [unit.id]
+    assert memora.store.sentence_vectors("u", [unit.id]) == {}
+    memora.close()
+    assert files_containing(tmp_path, embedding_fingerprints(kept[unit.id])) == []
+
+
+def test_a_memory_without_a_kept_sentence_vector_is_read_with_word_vectors(
+    memora: Memora, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    imported = MemoryUnit(id="imported", user_id="u", content="The user lives in Leeds.")
+    memora.ingest([imported])
+    assert memora.store.sentence_vectors("u", ["imported"]) == {}
+    reconciler = memora.reconciler
+    assert isinstance(reconciler, TrainedReconciler)
+    judge = reconciler.judge
+    assert judge.sentence_pair_model is not None
+    read_both: list[int] = []
+    pair_model = judge.sentence_pair_model
+
+    class Spy:
+        labels = pair_model.labels
+
+        def probabilities(self, rows: np.ndarray) -> np.ndarray:
+            read_both.append(len(rows))
+            return pair_model.probabilities(rows)
+
+    monkeypatch.setattr(judge, "sentence_pair_model", Spy())
+    _add(memora, "The user lives in a flat in Leeds city centre.", 1)
+    assert read_both == []  # the imported memory has no sentence vector
+    _add(memora, "The user rents the flat in Leeds city centre with a friend.", 2)
+    assert read_both and read_both[0] >= 1  # the written one has

@@ -9,6 +9,7 @@ import pytest
 
 from memora.errors import ConfigurationError
 from memora.judgement.decisions import Judgement, weights_path
+from memora.judgement.encoder import bundled_encoder
 from memora.judgement.features import TEXT_FEATURES, pair_features, text_features
 from memora.judgement.linear import (
     Committee,
@@ -276,3 +277,35 @@ def test_a_committee_of_none_or_of_unlike_members_is_refused() -> None:
         Committee(())
     with pytest.raises(ConfigurationError):
         Committee((one, other))
+
+
+class _FixedReading:
+    """A decision that reads every pair the same way, counting the rows it is given."""
+
+    labels = ("distinct", "update", "restatement")
+
+    def __init__(self, row: list[float]) -> None:
+        self.row = np.array(row)
+        self.widths: list[int] = []
+
+    def probabilities(self, features: np.ndarray) -> np.ndarray:
+        self.widths.append(features.shape[1])
+        return np.tile(self.row, (len(features), 1))
+
+
+def test_a_pair_with_a_kept_sentence_vector_is_read_by_both_decisions_averaged() -> None:
+    judge = Judgement.__new__(Judgement)
+    judge.encoder = bundled_encoder()
+    words, sentences = _FixedReading([1.0, 0.0, 0.0]), _FixedReading([0.0, 1.0, 0.0])
+    judge.relation_model, judge.sentence_pair_model = words, sentences  # type: ignore[assignment]
+    width = judge.encoder.model.spec.dimension
+    kept = judge.encoder.encode(["The user keeps two hives of bees."])[0]
+    olds = ["The user keeps two hives of bees.", "The user grows figs.", "The user rows."]
+    structure = np.zeros((3, 4), dtype=np.float32)
+    stored = [kept, None, np.ones(width + 1, dtype=np.float32)]  # the last: another encoder's
+    read = judge.relation(olds, "The user keeps three hives of bees.", structure, None, stored)
+    assert read is not None
+    assert read.tolist() == [[0.5, 0.5, 0.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]
+    # The sentence decision reads the word decision's row and both sentence vectors beside it.
+    assert sentences.widths == [words.widths[0] + 3 * width + 1]
+    assert judge.relation(olds, "The user keeps bees.", structure).tolist()[0] == [1, 0, 0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 import numpy as np
+import pytest
 
 from memora.judgement import Judgement
 from memora.models import (
@@ -30,8 +31,12 @@ class _Readings:
     def __init__(self, one_fact: dict[str, float], updates: set[str]) -> None:
         self.one_fact = one_fact
         self.updates = updates
+        self.stored: list[Any] = []
 
-    def relation(self, olds: list[str], new: str, structure: Any, said_as: Any = None) -> Any:
+    def relation(
+        self, olds: list[str], new: str, structure: Any, said_as: Any = None, stored: Any = None
+    ) -> Any:
+        self.stored.append(stored)
         rows = []
         for old in olds:
             same = self.one_fact[old]
@@ -156,3 +161,20 @@ def test_a_changed_number_needs_its_own_bar_not_the_new_value_bar() -> None:
         decision = reconciler.decide(new, [old])
         assert decision.action is action, one_fact
     assert decision.rationale.startswith("gives it a new number")
+
+
+def test_each_neighbours_kept_sentence_vector_reaches_the_decision() -> None:
+    readings = _Readings({"a": 0.1, "b": 0.1}, set())
+    reconciler = TrainedReconciler(cast(Judgement, readings), rules=_Rules(CREATE))
+    kept = Neighbour(
+        memory=MemoryUnit(id="1", user_id="u", content="a"),
+        similarity=0.9,
+        sentence_vector=(0.6, 0.8),
+    )
+    bare = Neighbour(memory=MemoryUnit(id="2", user_id="u", content="b"), similarity=0.9)
+    reconciler.decide(MemoryCandidate(content="c"), [kept, bare])
+    (stored,) = readings.stored
+    assert [None if v is None else v.tolist() for v in stored] == [
+        pytest.approx([0.6, 0.8]),
+        None,
+    ]
