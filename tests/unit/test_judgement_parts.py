@@ -308,4 +308,5 @@ def test_a_pair_with_a_kept_sentence_vector_is_read_by_both_decisions_averaged()
     assert read.tolist() == [[0.5, 0.5, 0.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]
     # The sentence decision reads the word decision's row and both sentence vectors beside it.
     assert sentences.widths == [words.widths[0] + 3 * width + 1]
-    assert judge.relation(olds, "The user keeps bees.", structure).tolist()[0] == [1, 0, 0]
+    unkept = judge.relation(olds, "The user keeps bees.", structure)
+    assert unkept is not None and unkept.tolist()[0] == [1, 0, 0]
