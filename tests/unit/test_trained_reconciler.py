@@ -178,3 +178,22 @@ def test_each_neighbours_kept_sentence_vector_reaches_the_decision() -> None:
         pytest.approx([0.6, 0.8]),
         None,
     ]
+
+
+def test_a_neighbour_read_with_its_kept_vector_has_the_bars_of_both_decisions() -> None:
+    def kept(memory_id: str) -> Neighbour:
+        return _neighbour(memory_id, 0.9).model_copy(update={"sentence_vector": (1.0, 0.0)})
+
+    # A restatement: 0.97 with a kept vector, 0.99 without.
+    assert _decide({"c": 0.98}, CREATE, kept("c")).target_ids == ["c"]
+    assert _decide({"c": 0.96}, CREATE, kept("c")).action is ReconcileAction.CREATE
+    assert _decide({"c": 0.98}, CREATE, _neighbour("c", 0.9)).action is ReconcileAction.CREATE
+    # A new value: 0.9 with a kept vector, 0.95 without.
+    updated = frozenset("c")
+    assert _decide({"c": 0.92}, CREATE, kept("c"), updates=updated).target_ids == ["c"]
+    assert _decide({"c": 0.88}, CREATE, kept("c"), updates=updated).action is (
+        ReconcileAction.CREATE
+    )
+    assert _decide({"c": 0.92}, CREATE, _neighbour("c", 0.9), updates=updated).action is (
+        ReconcileAction.CREATE
+    )

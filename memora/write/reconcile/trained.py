@@ -48,6 +48,16 @@ class RelationThresholds:
     event log dev 2: 0.968 / 9 / 20, 22 and 25 (distinct kept / wrongly superseded / stale); on
     Letta's dev file 0.039, 0.015 and 0.015 collateral per row (siblings counted at the same
     bar then)."""
+    alone_kept: float = 0.97
+    """As :attr:`alone`, for a neighbour read with its kept sentence vector too (the average
+    of both relation decisions). Of 0.99, 0.97 and 0.95 on event log dev 2: 20, 17 and 17
+    stale facts (0.975 / 7 distinct kept / wrongly superseded each); Letta's dev file 0.015
+    collateral per row each."""
+    alone_update_kept: float = 0.9
+    """As :attr:`alone_update`, for a neighbour read with its kept sentence vector too. With
+    :attr:`alone_kept` at 0.97, 0.95 and 0.9 left 17 and 16 stale facts on event log dev 2
+    (0.975 / 7 both) and Letta's dev file 0.015 collateral per row both (0.328 and 0.326
+    contradiction); the word-vector reading alone cost Letta 0.039 at 0.9."""
     alone_sibling: float = 0.5
     """Probability of update at which another close neighbour counts as a value the new memory
     could replace as well, so that it replaces neither on its own reading."""
@@ -154,12 +164,18 @@ class TrainedReconciler:
         bars = self.thresholds
         near = [n for n in numbered + close if n.similarity >= bars.alone_gate]
         siblings = [n for n in near if relation[n.memory.id][1] >= bars.alone_sibling]
-        updated = [n for n in close if relation[n.memory.id][1] >= bars.alone_update]
+        updated = [
+            n
+            for n in close
+            if relation[n.memory.id][1]
+            >= (bars.alone_update if n.sentence_vector is None else bars.alone_update_kept)
+        ]
         restated = [
             n
             for n in near
             if relation[n.memory.id][2] > relation[n.memory.id][1]
-            and relation[n.memory.id][2] >= bars.alone
+            and relation[n.memory.id][2]
+            >= (bars.alone if n.sentence_vector is None else bars.alone_kept)
         ]
         chosen = restated + (updated if len(siblings) == 1 else [])
         if not chosen:
