@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -125,10 +126,12 @@ class MemoryUnit(BaseModel):
 class Neighbour(BaseModel):
     """An existing memory found near a candidate during reconciliation."""
 
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
     memory: MemoryUnit
     similarity: float
     """Dense cosine similarity between candidate and memory."""
-    sentence_vector: tuple[float, ...] | None = Field(default=None, repr=False)
+    sentence_vector: np.ndarray | None = Field(default=None, repr=False)
     """The memory's sentence vector as the trained judgement read it when it was written."""
 
 

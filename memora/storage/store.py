@@ -308,7 +308,7 @@ class LongTermMemoryStore:
     def sentence_vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The sentence vectors kept with these memories of the user (see :meth:`add`); a
         damaged one is left out, and its memory read as one without."""
-        stored = self.rows.sentence_vectors(user_id, memory_ids) if memory_ids else {}
+        stored = self.rows.sentence_vectors(user_id, memory_ids)
         return {
             i: np.frombuffer(raw, dtype="<f4").copy()
             for i, raw in stored.items()

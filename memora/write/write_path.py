@@ -107,9 +107,7 @@ def with_sentence_vectors(
     """Neighbours with the sentence vectors kept when they were written, where kept."""
     kept = store.sentence_vectors(user_id, [n.memory.id for n in neighbours])
     return [
-        n.model_copy(update={"sentence_vector": tuple(kept[n.memory.id].tolist())})
-        if n.memory.id in kept
-        else n
+        n.model_copy(update={"sentence_vector": kept[n.memory.id]}) if n.memory.id in kept else n
         for n in neighbours
     ]
 

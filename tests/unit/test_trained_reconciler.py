@@ -169,7 +169,7 @@ def test_each_neighbours_kept_sentence_vector_reaches_the_decision() -> None:
     kept = Neighbour(
         memory=MemoryUnit(id="1", user_id="u", content="a"),
         similarity=0.9,
-        sentence_vector=(0.6, 0.8),
+        sentence_vector=np.array([0.6, 0.8]),
     )
     bare = Neighbour(memory=MemoryUnit(id="2", user_id="u", content="b"), similarity=0.9)
     reconciler.decide(MemoryCandidate(content="c"), [kept, bare])
@@ -182,7 +182,9 @@ def test_each_neighbours_kept_sentence_vector_reaches_the_decision() -> None:
 
 def test_a_neighbour_read_with_its_kept_vector_has_the_bars_of_both_decisions() -> None:
     def kept(memory_id: str) -> Neighbour:
-        return _neighbour(memory_id, 0.9).model_copy(update={"sentence_vector": (1.0, 0.0)})
+        return _neighbour(memory_id, 0.9).model_copy(
+            update={"sentence_vector": np.array([1.0, 0.0])}
+        )
 
     # A restatement: 0.97 with a kept vector, 0.99 without.
     assert _decide({"c": 0.98}, CREATE, kept("c")).target_ids == ["c"]

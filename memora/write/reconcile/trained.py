@@ -196,8 +196,5 @@ class TrainedReconciler:
             return None
         structure = np.stack([pair_structure(n.memory.content, candidate.content) for n in pairs])
         olds = [n.memory.content for n in pairs]
-        stored = [
-            None if n.sentence_vector is None else np.asarray(n.sentence_vector, dtype=np.float32)
-            for n in pairs
-        ]
+        stored = [n.sentence_vector for n in pairs]
         return self.judge.relation(olds, candidate.content, structure, candidate.said_as, stored)
