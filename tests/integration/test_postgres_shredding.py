@@ -23,7 +23,7 @@ from memora.storage.rows_postgres import SCHEMA_VERSION
 from memora.storage.sealing import new_key
 from tests.conftest import Backend, Services, postgres_backend
 from tests.integration.test_cli import ok, run
-from tests.integration.test_forgetting import _bulk, files_containing
+from tests.integration.test_forgetting import _bulk, embedding_fingerprints, files_containing
 
 FORGOTTEN = "My ex-husband Chen Weiqiang lives in Taichung"
 ERASED = "My sister Lin Yuting works as a nurse in Tainan"
@@ -173,4 +173,26 @@ def test_a_store_of_plain_texts_is_sealed_when_it_opens(
     with psycopg.connect(url) as conn:
         version = conn.execute("SELECT version FROM schema_version WHERE component = 'rows'")
         assert version.fetchone() == (SCHEMA_VERSION,)
+    memora.close()
+
+
+def test_a_forgotten_memorys_kept_sentence_vectors_leave_no_table_file(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    services, backend, url = _backend(request)
+    memora = Memora(backend.settings(tmp_path / "data"))
+    _bulk(memora, "alice", 50)
+    old = memora.add("alice", "My ex-husband Chen Weiqiang lives in Taipei").memory_id or ""
+    new = memora.add("alice", FORGOTTEN).memory_id or ""
+    chain = [unit.id for unit in memora.chain("alice", new)]
+    assert old in chain, "the update did not supersede the old version"
+    kept = memora.store.sentence_vectors("alice", chain)
+    assert sorted(kept) == sorted(chain), "the write path kept no sentence vector"
+    needles = [piece for vector in kept.values() for piece in embedding_fingerprints(vector)]
+    memora.flush()
+    assert _held(services, url, needles) != []  # the control: the scan finds them
+
+    assert sorted(memora.forget("alice", new)) == sorted(chain)
+    assert memora.store.sentence_vectors("alice", chain) == {}
+    assert _held(services, url, needles) == []
     memora.close()
