@@ -126,16 +126,14 @@ class Judgement:
     need not be trusted below even odds: on the development set ``secrets_dev3`` 0.5 instead
     of 0.3 refused 22 instead of 30 of 120 clear texts and stored no more secrets (2 of 180);
     the development selection set gave the same figures both ways."""
-    GATE_SENSITIVE_ALONE = 0.95
-    """Gate probability of ``sensitive`` that refuses a candidate on its own. Below it, the
-    gate's reading refuses only where the secret decision reads the text at
-    :attr:`SECRET_SUPPORT` or more. Chosen on the development sets, of (0.9, 0.05),
-    (0.95, 0.05), (0.95, 0.1) and (0.99, 0.02): on ``secrets_dev3`` (0.95, 0.1) refused 8
-    instead of 18 of 120 clear texts (talk about passwords, postcodes, a tracking number)
-    and stored no secret more (3 of 180); the selection and injection sets were unchanged."""
     SECRET_SUPPORT = 0.1
-    """Secret-decision probability that backs the gate's `sensitive` reading (see
-    :attr:`GATE_SENSITIVE_ALONE`)."""
+    """Secret-decision probability that must back the gate's `sensitive` reading for it to
+    refuse: the gate's reading also fires on talk about passwords and on numbers that open
+    nothing. Letting a gate reading of 0.95 or more refuse alone found no secret more on the
+    development sets (``secrets_dev3`` 4 of 180 stored, ``secrets_dev4`` 8 of 150, either
+    way) and refused 2 and 6 more clear texts (9 against 7 of 120, 28 against 22 of 150). Of
+    0.1 and 0.2 there: 0.2 stored one secret more of ``secrets_dev4`` for one clear text
+    fewer."""
     STORE_ODDS = 1.5
     """How much likelier ``store`` is taken to be than the corpora's mix says when ranking the
     gate's labels: the corpora hold more refusals per fact than conversations do. Chosen on the

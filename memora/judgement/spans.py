@@ -39,11 +39,23 @@ DIGIT_WORDS_FILE = Path(__file__).with_name("digit_words.toml")
 
 @cache
 def digit_word_runs() -> re.Pattern[str]:
-    """Three or more digit words in a row, in any language of ``digit_words.toml``."""
+    """Runs of digit words in any language of ``digit_words.toml``: three or more words apart,
+    or four or more run together in a script written without spaces."""
     languages = tomllib.loads(DIGIT_WORDS_FILE.read_text("utf-8"))["languages"]
-    words = sorted({w for lang in languages.values() for w in lang["words"]}, key=len, reverse=True)
-    word = "|".join(re.escape(w) for w in words)
-    return re.compile(rf"(?:(?<!\w)(?:{word})(?!\w)[\s,-]*){{3,}}", re.IGNORECASE)
+
+    def alternatives(joined: bool) -> str:
+        words = {
+            w
+            for lang in languages.values()
+            if lang.get("joined", False) == joined
+            for w in lang["words"]
+        }
+        return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+
+    apart = rf"(?:(?<!\w)(?:{alternatives(False)})(?!\w)[\s,-]*){{3,}}"
+    # A long-vowel mark may follow a kana digit ("にー"); a run ends on a digit word.
+    together = rf"(?:(?:{alternatives(True)})ー?[\s・-]?){{3,}}(?:{alternatives(True)})ー?"
+    return re.compile(f"{apart}|{together}", re.IGNORECASE)
 
 
 _CJK_DIGITS = re.compile(r"[零〇一二三四五六七八九两]{4,}")

@@ -72,6 +72,10 @@ SECRET_CORPORA = (
     "secrets_spans.jsonl",
     "secrets_natural.jsonl",
     "secrets_lookalikes.jsonl",
+    "secrets_varied.jsonl",
+    "secrets_long.jsonl",
+    "secrets_hard.jsonl",
+    "secrets_languages.jsonl",
 )
 RELATION_CORPORA = (
     "relations.jsonl",
@@ -471,14 +475,21 @@ CARD_DATA = {
     "standing orders on the same topics, in 14 languages), "
     "corpora/injection.jsonl, and the examples of the rule files (memora/write/policy/rules)",
     "secret": "corpora/secrets.jsonl, secrets_numbers.jsonl, secrets_clear_words.jsonl, "
-    "secrets_more.jsonl, secrets_spans.jsonl, secrets_natural.jsonl and "
+    "secrets_more.jsonl, secrets_spans.jsonl, secrets_natural.jsonl, "
     "secrets_lookalikes.jsonl (number-heavy texts and numbers in words, "
     "chat-style secrets and their look-alikes in 16 languages, with and without secrets; "
     "values that are ordinary words, one-time codes, digits spelled out in many languages, "
     "several values in one text; values given without a keyword, in 17 languages; "
     "favourites, life facts, identifying numbers and figurative keys and codes against "
-    "their twins that unlock something, in 16 languages), plus the store and sensitive "
-    "candidates of the gate corpora",
+    "their twins that unlock something, in 16 languages), secrets_varied.jsonl (contrast "
+    "groups: a secret and one or two clear texts on its topic, 20 languages), "
+    "secrets_long.jsonl (requests and questions of one to six sentences with a value "
+    "mentioned in passing, against their clear twins; 16 languages), secrets_hard.jsonl "
+    "(number-dense clear texts and talk about security without a value, against casual, "
+    "hedged and word-valued secrets, in pairs and triples; 17 languages) and "
+    "secrets_languages.jsonl (local forms of codes and their clear twins as natives type "
+    "them, 16 languages and code-switching), plus the store and sensitive candidates of the "
+    "gate corpora",
     "secret_span": "the texts of the `secret` corpora (every candidate span of every text); "
     "one ReLU layer of 32 units over the span's shape and hashed character trigrams of the "
     "span and of the text around it",

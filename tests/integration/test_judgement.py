@@ -40,8 +40,14 @@ SECRETS = [
     ),
     # No word for a code at all: the value is given as what opens the lock.
     ("for the bike lock it's the year we met, 2011", "2011"),
+    # Spelled out inside a question about something else.
+    (
+        "ma carte bleue a le code cinq deux huit un, comment je le change au distributeur ?",
+        "cinq deux huit un",
+    ),
 ]
 LOOK_ALIKES = [
+    "The numbers drawn on Saturday were 3, 17, 21, 30, 42 with bonus 8; did anyone win?",
     "The user audits firewall rules for a regional bank.",
     "使用者在研究提示詞注入攻擊的防禦方法。",
     "The user deleted their old Twitter account in 2023.",
@@ -127,10 +133,11 @@ def test_a_fact_about_security_or_deleting_is_stored(judge, text: str) -> None: 
 
 
 def test_a_number_only_the_gate_takes_for_a_secret_is_stored(judge) -> None:  # type: ignore[no-untyped-def]
-    # The gate alone reads it as sensitive (0.83); the secret decision, which learnt such
-    # look-alikes, does not (0.02), and the gate is not near-certain enough to refuse alone.
+    # The gate alone reads it as sensitive; the secret decision, which learnt such
+    # look-alikes, does not back it.
     text = "The user's parcel tracking number is 9400 1112 0202 3344 5566."
-    assert judge.GATE_SENSITIVE <= judge.gate(text, text)["sensitive"] < judge.GATE_SENSITIVE_ALONE
+    assert judge.gate(text, text)["sensitive"] >= judge.GATE_SENSITIVE
+    assert judge.secret_probability([text])[0] < judge.SECRET_SUPPORT
     assert _verdict(judge, text) is None
     assert redact(text, judge=judge).text == text
 
@@ -235,7 +242,8 @@ def test_a_turn_with_a_natural_secret_keeps_no_trace(
 
 class _OnlyTheGateRefuses(Judgement):
     """The shipped decisions, except that the secret decision reads every text holding
-    ``value`` as clear and the gate reads it as sensitive: a secret only the gate catches."""
+    ``value`` under its own bar (enough only to back the gate) and the gate reads it as
+    sensitive: a secret only the gate refuses."""
 
     def __init__(self, shipped: Judgement, value: str) -> None:
         self.__dict__.update(shipped.__dict__)
@@ -249,13 +257,13 @@ class _OnlyTheGateRefuses(Judgement):
 
     def secret_probability(self, texts: list[str]) -> np.ndarray:
         read = super().secret_probability(texts)
-        return np.where([self.value in text for text in texts], 0.0, read)
+        return np.where([self.value in text for text in texts], self.SECRET_SUPPORT, read)
 
 
 def test_a_value_only_the_gate_refuses_leaves_no_trace_on_disk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The shipped secret decision reads this message as clear too (0.04).
+    # The shipped secret decision reads this message under its bar too.
     value = "Tamarisk"
     message = f"my building society memorable word is {value}"
     shipped = trained_judgement("trained")

@@ -88,6 +88,9 @@ def test_digit_words_of_every_listed_language_make_one_candidate_with_their_exam
             assert example in [span.value for span in candidate_spans(text)], name
     # Two digit words are a number in a sentence, not a code.
     assert not [s for s in candidate_spans("I have two three-legged cats") if " " in s.value]
+    # Kana run together: four digit words are a code, a word made of three ("いちご") is not.
+    assert "ななさんいちきゅう" in [s.value for s in candidate_spans("鍵はななさんいちきゅうだよ")]
+    assert not [s for s in candidate_spans("いちごのケーキを食べた") if s.numeric]
 
 
 def test_a_value_with_full_stops_is_one_sentence_and_one_candidate() -> None:
@@ -193,10 +196,11 @@ def test_a_model_without_a_hidden_layer_is_described_as_a_softmax() -> None:
 
 
 class _GateRefuses(_GivenReadings):
-    """No sentence reads as a secret, but the gate refuses ``refused`` texts as sensitive."""
+    """No sentence reads as a secret, but the gate refuses ``refused`` texts as sensitive,
+    backed by the secret decision's reading of them (under its own bar)."""
 
     def __init__(self, refused: set[str]) -> None:
-        super().__init__({})
+        super().__init__(dict.fromkeys(refused, Judgement.SECRET_SUPPORT))
         self.refused = refused
 
     def gate(self, candidate: str, message: str) -> dict[str, float]:
@@ -310,3 +314,50 @@ def test_a_pair_with_a_kept_sentence_vector_is_read_by_both_decisions_averaged()
     assert sentences.widths == [words.widths[0] + 3 * width + 1]
     unkept = judge.relation(olds, "The user keeps bees.", structure)
     assert unkept is not None and unkept.tolist()[0] == [1, 0, 0]
+
+
+class _GateReadings:
+    """The trained gate's and secret decision's readings of every text, as given."""
+
+    GATE_SENSITIVE = Judgement.GATE_SENSITIVE
+    SECRET_SUPPORT = Judgement.SECRET_SUPPORT
+    SECRET_TEXT = Judgement.SECRET_TEXT
+    STORE_ODDS = Judgement.STORE_ODDS
+    INSTRUCTION = Judgement.INSTRUCTION
+
+    def __init__(self, sensitive: float, secret: float) -> None:
+        self.sensitive, self.secret = sensitive, secret
+
+    def gate(self, candidate: str, message: str) -> dict[str, float]:
+        rest = (1.0 - self.sensitive) / 6
+        labels = ("store", "instruction", "refused", "assistant_generated", "ephemeral", "vague")
+        return {"sensitive": self.sensitive, **dict.fromkeys(labels, rest)}
+
+    def secret_probability(self, texts: list[str]) -> np.ndarray:
+        return np.full(len(texts), self.secret)
+
+    def secret_sentences(self, text: str) -> list[object]:
+        return []
+
+
+@pytest.mark.parametrize(
+    ("sensitive", "secret", "refused"),
+    [
+        (0.999, 0.0, False),  # the gate near-certain, the secret decision reads nothing
+        (0.6, Judgement.SECRET_SUPPORT, True),  # the secret decision backs the gate
+        (0.1, Judgement.SECRET_TEXT, True),  # the secret decision refuses on its own
+        (0.4, 0.0, False),  # the likeliest label, but not backed
+    ],
+)
+def test_the_gates_sensitive_reading_refuses_only_where_the_secret_decision_backs_it(
+    sensitive: float, secret: float, refused: bool
+) -> None:
+    from typing import cast
+
+    from memora.models import MemoryCandidate, RejectionReason
+    from memora.write.policy.judged import trained_verdict
+
+    readings = cast(Judgement, _GateReadings(sensitive, secret))
+    text = "The user's parcel tracking number is 9400 1112 0202 3344 5566."
+    verdict = trained_verdict(MemoryCandidate(content=text, user_message=text), readings)
+    assert (verdict is not None and verdict[0] is RejectionReason.SENSITIVE_DATA) is refused

@@ -59,13 +59,9 @@ def trained_verdict(
         return None
     secret = float(judge.secret_probability([candidate.content])[0])
     # The gate's `sensitive` reading also fires on talk about passwords and on numbers that
-    # open nothing; the secret decision, trained on exactly those look-alikes, must back it
-    # unless the gate is near-certain.
+    # open nothing; the secret decision, trained on exactly those look-alikes, must back it.
     backed = secret >= judge.SECRET_SUPPORT
-    sensitive = probabilities["sensitive"]
-    gate_refuses = sensitive >= judge.GATE_SENSITIVE_ALONE or (
-        sensitive >= judge.GATE_SENSITIVE and backed
-    )
+    gate_refuses = probabilities["sensitive"] >= judge.GATE_SENSITIVE and backed
     if gate_refuses or secret >= judge.SECRET_TEXT:
         return RejectionReason.SENSITIVE_DATA, "judge:sensitive"
     if judge.secret_sentences(candidate.content):
