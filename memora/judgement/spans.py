@@ -37,25 +37,27 @@ _QUOTED = re.compile(
 DIGIT_WORDS_FILE = Path(__file__).with_name("digit_words.toml")
 
 
+_WORD_EDGE = r"\w\u0900-\u097f"
+"""What may not touch a digit word written apart: a letter, or a Devanagari vowel sign, which
+``\w`` does not cover ("विचार" must not end in the digit "चार")."""
+
+
 @cache
 def digit_word_runs() -> re.Pattern[str]:
-    """Runs of digit words in any language of ``digit_words.toml``: three or more words apart,
-    or four or more run together in a script written without spaces."""
+    """Runs of one language's digit words in ``digit_words.toml``: at least its ``least_run``
+    (3 if unset), apart, or run together in a script written without spaces."""
     languages = tomllib.loads(DIGIT_WORDS_FILE.read_text("utf-8"))["languages"]
-
-    def alternatives(joined: bool) -> str:
-        words = {
-            w
-            for lang in languages.values()
-            if lang.get("joined", False) == joined
-            for w in lang["words"]
-        }
-        return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
-
-    apart = rf"(?:(?<!\w)(?:{alternatives(False)})(?!\w)[\s,-]*){{3,}}"
-    # A long-vowel mark may follow a kana digit ("にー"); a run ends on a digit word.
-    together = rf"(?:(?:{alternatives(True)})ー?[\s・-]?){{3,}}(?:{alternatives(True)})ー?"
-    return re.compile(f"{apart}|{together}", re.IGNORECASE)
+    runs = []
+    for language in languages.values():
+        words = sorted(language["words"], key=len, reverse=True)
+        word = "|".join(re.escape(w) for w in words)
+        least = int(language.get("least_run", 3))
+        if language.get("joined", False):
+            runs.append(rf"(?:(?:{word})[\s・、-]?){{{least - 1},}}(?:{word})")
+        else:
+            edge = _WORD_EDGE
+            runs.append(rf"(?:(?<![{edge}])(?:{word})(?![{edge}])[\s,-]*){{{least},}}")
+    return re.compile("|".join(runs), re.IGNORECASE)
 
 
 _CJK_DIGITS = re.compile(r"[零〇一二三四五六七八九两]{4,}")

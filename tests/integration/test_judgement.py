@@ -263,11 +263,12 @@ class _OnlyTheGateRefuses(Judgement):
 def test_a_value_only_the_gate_refuses_leaves_no_trace_on_disk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The shipped secret decision reads this message under its bar too.
     value = "Tamarisk"
     message = f"my building society memorable word is {value}"
     shipped = trained_judgement("trained")
     assert shipped is not None
+    # The shipped secret decision reads this message under its bar too.
+    assert shipped.secret_probability([message])[0] < shipped.SECRET_TEXT
     judge = _OnlyTheGateRefuses(shipped, value)
     assert judge.secret_sentences(message) == []
     monkeypatch.setattr("memora.api.trained_judgement", lambda setting: judge)

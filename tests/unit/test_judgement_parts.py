@@ -86,11 +86,17 @@ def test_digit_words_of_every_listed_language_make_one_candidate_with_their_exam
         for example in language["examples"]:
             text = f"the lock opens with {example} tonight"
             assert example in [span.value for span in candidate_spans(text)], name
+        for phrase in language.get("counterexamples", []):
+            assert not [span for span in candidate_spans(phrase) if span.numeric], (name, phrase)
+    assert {"vi", "ja"} <= {n for n, lang in languages.items() if lang.get("counterexamples")}
     # Two digit words are a number in a sentence, not a code.
     assert not [s for s in candidate_spans("I have two three-legged cats") if " " in s.value]
-    # Kana run together: four digit words are a code, a word made of three ("いちご") is not.
+    # Kana run together: four digit words are a code; everyday kana that split into digit
+    # syllables ("にしご" in "さんにしごと") are not, nor is a word before the run.
     assert "ななさんいちきゅう" in [s.value for s in candidate_spans("鍵はななさんいちきゅうだよ")]
-    assert not [s for s in candidate_spans("いちごのケーキを食べた") if s.numeric]
+    assert not [s for s in candidate_spans("田中さんにしごとをたのんだ") if s.numeric]
+    # A Devanagari word ending in a digit word ("विचार", "चार") does not start a run.
+    assert not [s for s in candidate_spans("विचार दो तीन") if s.numeric]
 
 
 def test_a_value_with_full_stops_is_one_sentence_and_one_candidate() -> None:
