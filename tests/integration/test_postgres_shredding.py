@@ -66,17 +66,24 @@ def _backend(request: pytest.FixtureRequest) -> tuple[Services, Backend, str]:
     return services, backend, backend.database_url or ""
 
 
+def _superseded(memora: Memora, others: int) -> tuple[str, list[str]]:
+    """Alice's ``others`` memories, then a fact and the update that supersedes it: the new
+    memory's id and its chain (both versions)."""
+    _bulk(memora, "alice", others)
+    old = memora.add("alice", "My ex-husband Chen Weiqiang lives in Taipei").memory_id or ""
+    new = memora.add("alice", FORGOTTEN).memory_id or ""
+    chain = [unit.id for unit in memora.chain("alice", new)]
+    assert old in chain, "the update did not supersede the old version"
+    return new, chain
+
+
 def test_a_forgotten_memory_leaves_neither_text_nor_key_in_any_table_file(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     services, backend, url = _backend(request)
     memora = Memora(backend.settings(tmp_path / "data"))
-    _bulk(memora, "alice", 200)
-    old = memora.add("alice", "My ex-husband Chen Weiqiang lives in Taipei").memory_id or ""
-    new = memora.add("alice", FORGOTTEN).memory_id or ""
+    new, chain = _superseded(memora, 200)
     memora.search("alice", "Where does my ex-husband live?")  # an access: one more row version
-    chain = [unit.id for unit in memora.chain("alice", new)]
-    assert old in chain, "the update did not supersede the old version"
     memora.flush()
     keys = list(memora.store.rows.vector_keys("alice", chain).values())
     assert len(keys) == len(chain)
@@ -181,11 +188,7 @@ def test_a_forgotten_memorys_kept_sentence_vectors_leave_no_table_file(
 ) -> None:
     services, backend, url = _backend(request)
     memora = Memora(backend.settings(tmp_path / "data"))
-    _bulk(memora, "alice", 50)
-    old = memora.add("alice", "My ex-husband Chen Weiqiang lives in Taipei").memory_id or ""
-    new = memora.add("alice", FORGOTTEN).memory_id or ""
-    chain = [unit.id for unit in memora.chain("alice", new)]
-    assert old in chain, "the update did not supersede the old version"
+    new, chain = _superseded(memora, 50)
     kept = memora.store.sentence_vectors("alice", chain)
     assert sorted(kept) == sorted(chain), "the write path kept no sentence vector"
     needles = [piece for vector in kept.values() for piece in embedding_fingerprints(vector)]

@@ -58,6 +58,7 @@ class RelationThresholds:
     :attr:`alone_kept` at 0.97, 0.95 and 0.9 left 17 and 16 stale facts on event log dev 2
     (0.975 / 7 both) and Letta's dev file 0.015 collateral per row both (0.328 and 0.326
     contradiction); the word-vector reading alone cost Letta 0.039 at 0.9."""
+
     alone_sibling: float = 0.5
     """Probability of update at which another close neighbour counts as a value the new memory
     could replace as well, so that it replaces neither on its own reading."""
@@ -70,6 +71,15 @@ class RelationThresholds:
     0.9 cost Letta's file 0.005 collateral per row more, 0.99 left one more stale fact."""
     quantity_gate: float = 0.5
     """Least cosine for such a replacement."""
+
+    def restatement_bar(self, neighbour: Neighbour) -> float:
+        """:attr:`alone_kept` for a neighbour with its kept sentence vector, else :attr:`alone`."""
+        return self.alone if neighbour.sentence_vector is None else self.alone_kept
+
+    def update_bar(self, neighbour: Neighbour) -> float:
+        """:attr:`alone_update_kept` for a neighbour with its kept sentence vector, else
+        :attr:`alone_update`."""
+        return self.alone_update if neighbour.sentence_vector is None else self.alone_update_kept
 
 
 class TrainedReconciler:
@@ -164,18 +174,12 @@ class TrainedReconciler:
         bars = self.thresholds
         near = [n for n in numbered + close if n.similarity >= bars.alone_gate]
         siblings = [n for n in near if relation[n.memory.id][1] >= bars.alone_sibling]
-        updated = [
-            n
-            for n in close
-            if relation[n.memory.id][1]
-            >= (bars.alone_update if n.sentence_vector is None else bars.alone_update_kept)
-        ]
+        updated = [n for n in close if relation[n.memory.id][1] >= bars.update_bar(n)]
         restated = [
             n
             for n in near
             if relation[n.memory.id][2] > relation[n.memory.id][1]
-            and relation[n.memory.id][2]
-            >= (bars.alone if n.sentence_vector is None else bars.alone_kept)
+            and relation[n.memory.id][2] >= bars.restatement_bar(n)
         ]
         chosen = restated + (updated if len(siblings) == 1 else [])
         if not chosen:
