@@ -219,8 +219,14 @@ def test_the_rules_alone_are_still_there_when_asked_for() -> None:
             "the shed padlock is 381, don't lose it",
             "the shed padlock is 381, don't lose it",
         ),
+        # Spelled out inside a question about something else.
+        (
+            "cinq deux huit un",
+            "ma carte bleue a le code cinq deux huit un, comment je le change au distributeur ?",
+            "La carte bleue de l'utilisateur a le code cinq deux huit un.",
+        ),
     ],
-    ids=["whole text", "one sentence", "no keyword", "three characters"],
+    ids=["whole text", "one sentence", "no keyword", "three characters", "in a question"],
 )
 def test_a_turn_with_a_natural_secret_keeps_no_trace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str, message: str, content: str
