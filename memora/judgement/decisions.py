@@ -127,13 +127,13 @@ class Judgement:
     of 0.3 refused 22 instead of 30 of 120 clear texts and stored no more secrets (2 of 180);
     the development selection set gave the same figures both ways."""
     SECRET_SUPPORT = 0.1
-    """Secret-decision probability that must back the gate's `sensitive` reading for it to
-    refuse: the gate's reading also fires on talk about passwords and on numbers that open
-    nothing. Letting a gate reading of 0.95 or more refuse alone found no secret more on the
-    development sets (``secrets_dev3`` 4 of 180 stored, ``secrets_dev4`` 8 of 150, either
-    way) and refused 2 and 6 more clear texts (9 against 7 of 120, 28 against 22 of 150). Of
-    0.1 and 0.2 there: 0.2 stored one secret more of ``secrets_dev4`` for one clear text
-    fewer."""
+    """Secret-decision probability (:meth:`secret_reading`: of the whole text, a sentence or a
+    pair) that must back the gate's `sensitive` reading for it to refuse: the gate's reading
+    also fires on talk about passwords and on numbers that open nothing. Letting a gate
+    reading of 0.95 or more refuse alone found no secret more on the development sets
+    (``secrets_dev3`` 4 of 180 stored, ``secrets_dev4`` 8 of 150, either way) and refused 2
+    and 6 more clear texts (9 against 7 of 120, 28 against 22 of 150). Of 0.1 and 0.2 there:
+    0.2 stored one secret more of ``secrets_dev4`` for one clear text fewer."""
     STORE_ODDS = 1.5
     """How much likelier ``store`` is taken to be than the corpora's mix says when ranking the
     gate's labels: the corpora hold more refusals per fact than conversations do. Chosen on the
@@ -253,11 +253,7 @@ class Judgement:
         if self.secret_model is None or self.span_model is None or not text.strip():
             return []
         sentences = self.sentences(text)
-        with_previous = [
-            text[sentences[i - 1].start() : m.end()] for i, m in enumerate(sentences) if i
-        ]
-        probabilities = self.secret_probability([m.group(0) for m in sentences] + with_previous)
-        alone, paired = probabilities[: len(sentences)], probabilities[len(sentences) :]
+        alone, paired = self._sentence_readings(text, sentences)
         # One word after a sentence is read only with that sentence: alone it has no context
         # to be a secret in, and an abbreviation's stop ("... is Dr. Quillfeather") makes a
         # name such a "sentence".
@@ -285,29 +281,66 @@ class Judgement:
             return [whole]
         return []
 
+    def secret_reading(self, text: str) -> float:
+        """The likeliest of ``text`` holding a secret as a whole, in one of its sentences, or
+        in one read with the sentence before it: a value is diluted by a long text around it."""
+        if self.secret_model is None or not text.strip():
+            return 0.0
+        whole = float(self.secret_probability([text])[0])
+        sentences = self.sentences(text)
+        if len(sentences) < 2:
+            return whole
+        alone, paired = self._sentence_readings(text, sentences)
+        return max(whole, float(alone.max()), float(paired.max()))
+
+    def _sentence_readings(
+        self, text: str, sentences: list[re.Match[str]]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The secret probability of each sentence alone, and of each read with the one before."""
+        with_previous = [
+            text[sentences[i - 1].start() : m.end()] for i, m in enumerate(sentences) if i
+        ]
+        probabilities = self.secret_probability([m.group(0) for m in sentences] + with_previous)
+        return probabilities[: len(sentences)], probabilities[len(sentences) :]
+
     def secret_value_spans(self, text: str) -> list[tuple[int, int]]:
         """Where the secret values of ``text`` are: every span the span decision cuts in each
         of its :meth:`secret_sentences`, at least the likeliest one, and every number."""
         found: list[tuple[int, int]] = []
+        sentences = self.sentences(text)
         for match in self.secret_sentences(text):
-            found += self.value_spans(match.group(0), match.start())
+            spans, placed = self._value_spans(match.group(0), match.start())
+            following = [m for m in sentences if m.start() >= match.end()]
+            if not placed and following:
+                # "The gate code changed!! New one is #5520*": a sentence can name what a
+                # value opens and leave the value to the next one.
+                pair = text[match.start() : following[0].end()]
+                spans, _ = self._value_spans(pair, match.start())
+            found += spans
         return found
 
     def value_spans(self, sentence: str, offset: int = 0) -> list[tuple[int, int]]:
         """Where the values of a sentence that holds a secret are (``offset``: where the
         sentence starts in its text): every span the span decision cuts, at least the
         likeliest one, and every number."""
+        return self._value_spans(sentence, offset)[0]
+
+    def _value_spans(self, sentence: str, offset: int) -> tuple[list[tuple[int, int]], bool]:
+        """:meth:`value_spans`, and whether the sentence places a value: a number, or a span
+        the span decision cuts on its own reading rather than as the likeliest of none."""
         assert self.span_model is not None
         spans = candidate_spans(sentence)
         if not spans:
-            return [(offset, offset + len(sentence))]
+            return [(offset, offset + len(sentence))], False
         rows = np.stack([span_features(sentence, span) for span in spans])
         probs = self.span_model.probabilities(rows)[:, 1]
-        chosen = {int(probs.argmax())} | {i for i, p in enumerate(probs) if p >= self.SECRET_SPAN}
+        confident = {i for i, p in enumerate(probs) if p >= self.SECRET_SPAN}
         # In a sentence that holds a secret, a number the span decision passed over may still
         # be the value: cutting a room number with a code costs less than keeping the code.
-        chosen |= {i for i, span in enumerate(spans) if span.numeric}
-        return [(offset + spans[i].start, offset + spans[i].end) for i in chosen]
+        numbers = {i for i, span in enumerate(spans) if span.numeric}
+        chosen = {int(probs.argmax())} | confident | numbers
+        placed = bool(confident or numbers)
+        return [(offset + spans[i].start, offset + spans[i].end) for i in chosen], placed
 
 
 @cache

@@ -39,7 +39,7 @@ DIGIT_WORDS_FILE = Path(__file__).with_name("digit_words.toml")
 
 _WORD_EDGE = r"\w\u0900-\u097f"
 """What may not touch a digit word written apart: a letter, or a Devanagari vowel sign, which
-``\w`` does not cover ("विचार" must not end in the digit "चार")."""
+a regex word character does not cover ("विचार" must not end in the digit "चार")."""
 
 
 @cache

@@ -76,7 +76,13 @@ SECRET_CORPORA = (
     "secrets_long.jsonl",
     "secrets_hard.jsonl",
     "secrets_languages.jsonl",
+    "secrets_passing.jsonl",
 )
+SPAN_CORPORA = (*SECRET_CORPORA, "secrets_answers.jsonl")
+"""The span decision also reads a corpus written to teach which of a text's values is the
+secret (a security question's answer, not its words); nearly all its texts hold one, which
+would tilt the whole-text decision toward refusing (on the development sets it stored no
+secret fewer and refused 4 more clear texts)."""
 RELATION_CORPORA = (
     "relations.jsonl",
     "relations_more.jsonl",
@@ -143,9 +149,9 @@ def relation_statements(corpora: tuple[str, ...] = RELATION_CORPORA[:1]) -> list
     return sorted({d[key] for name in corpora for d in _lines(name) for key in ("old", "new")})
 
 
-def secret_items() -> list[tuple[str, list[str]]]:
+def secret_items(corpora: tuple[str, ...] = SECRET_CORPORA) -> list[tuple[str, list[str]]]:
     """(text, secret values) from the secrets corpora."""
-    return [(d["text"], list(d["secret_spans"])) for name in SECRET_CORPORA for d in _lines(name)]
+    return [(d["text"], list(d["secret_spans"])) for name in corpora for d in _lines(name)]
 
 
 def relation_items() -> list[tuple[str, str, str]]:
@@ -314,7 +320,7 @@ def train_secret(
 
 def train_secret_span(encoder_id: str) -> tuple[Decision, Report]:
     rows, targets, keys = [], [], []
-    for text, secrets in secret_items():
+    for text, secrets in secret_items(SPAN_CORPORA):
         gold = [(text.find(s), text.find(s) + len(s)) for s in secrets if s in text]
         for span in candidate_spans(text):
             rows.append(span_features(text, span))
@@ -488,9 +494,13 @@ CARD_DATA = {
     "(number-dense clear texts and talk about security without a value, against casual, "
     "hedged and word-valued secrets, in pairs and triples; 17 languages) and "
     "secrets_languages.jsonl (local forms of codes and their clear twins as natives type "
-    "them, 16 languages and code-switching), plus the store and sensitive candidates of the "
-    "gate corpora",
-    "secret_span": "the texts of the `secret` corpora (every candidate span of every text); "
+    "them, 16 languages and code-switching) and secrets_passing.jsonl (values mentioned in "
+    "passing and codes spelled out in words inside questions and stories, against clear "
+    "numbers and number words; 18 languages), plus the store and sensitive candidates of "
+    "the gate corpora",
+    "secret_span": "the texts of the `secret` corpora and secrets_answers.jsonl "
+    "(security-question answers, code words, the one secret among several values, a value "
+    "left to the next sentence; 17 languages): every candidate span of every text; "
     "one ReLU layer of 32 units over the span's shape and hashed character trigrams of the "
     "span and of the text around it",
     "relation": "corpora/relations.jsonl, relations_more.jsonl, relations_hard.jsonl (pairs "

@@ -225,8 +225,23 @@ def test_the_rules_alone_are_still_there_when_asked_for() -> None:
             "ma carte bleue a le code cinq deux huit un, comment je le change au distributeur ?",
             "La carte bleue de l'utilisateur a le code cinq deux huit un.",
         ),
+        # Spelled out in a question that asks about something else; the memory the model
+        # writes is the plain statement.
+        (
+            "vier-acht-null-zwei",
+            "Weißt du, wie ich die Alarmanlage neu einstelle? Sie geht mit vier-acht-null-zwei "
+            "aus, aber piept trotzdem.",
+            "Die Alarmanlage des Nutzers geht mit vier-acht-null-zwei aus.",
+        ),
     ],
-    ids=["whole text", "one sentence", "no keyword", "three characters", "in a question"],
+    ids=[
+        "whole text",
+        "one sentence",
+        "no keyword",
+        "three characters",
+        "in a question",
+        "in a German question",
+    ],
 )
 def test_a_turn_with_a_natural_secret_keeps_no_trace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str, message: str, content: str

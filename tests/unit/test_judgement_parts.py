@@ -153,6 +153,19 @@ def test_a_pair_of_sentences_that_holds_a_secret_is_read_for_it_as_a_whole() -> 
     assert "604917" not in _cut(judge, text)
 
 
+def test_a_value_left_to_the_next_sentence_is_cut_there() -> None:
+    text = "Our gate code changed!! New one is #5520*, tell the guests. See you at noon."
+    judge = _GivenReadings({"Our gate code changed!!": 0.9})
+    assert [m.group(0) for m in judge.secret_sentences(text)] == ["Our gate code changed!!"]
+    cleaned = _cut(judge, text)
+    assert "5520" not in cleaned
+    assert cleaned.startswith("Our gate code changed!!") and cleaned.endswith("See you at noon.")
+    # A flagged sentence that places its own value is cut alone.
+    placed = "Our gate code is 7781!! New one is #5520*, tell the guests."
+    judge = _GivenReadings({"Our gate code is 7781!!": 0.9})
+    assert "7781" not in _cut(judge, placed) and "#5520*" in _cut(judge, placed)
+
+
 def _cut(judge: Judgement, text: str) -> str:
     for start, end in sorted(judge.secret_value_spans(text), reverse=True):
         text = text[:start] + "#" + text[end:]
@@ -331,8 +344,8 @@ class _GateReadings:
     STORE_ODDS = Judgement.STORE_ODDS
     INSTRUCTION = Judgement.INSTRUCTION
 
-    def __init__(self, sensitive: float, secret: float) -> None:
-        self.sensitive, self.secret = sensitive, secret
+    def __init__(self, sensitive: float, secret: float, in_a_sentence: float = 0.0) -> None:
+        self.sensitive, self.secret, self.in_a_sentence = sensitive, secret, in_a_sentence
 
     def gate(self, candidate: str, message: str) -> dict[str, float]:
         rest = (1.0 - self.sensitive) / 6
@@ -342,28 +355,32 @@ class _GateReadings:
     def secret_probability(self, texts: list[str]) -> np.ndarray:
         return np.full(len(texts), self.secret)
 
+    def secret_reading(self, text: str) -> float:
+        return max(self.secret, self.in_a_sentence)
+
     def secret_sentences(self, text: str) -> list[object]:
         return []
 
 
 @pytest.mark.parametrize(
-    ("sensitive", "secret", "refused"),
+    ("sensitive", "secret", "in_a_sentence", "refused"),
     [
-        (0.999, 0.0, False),  # the gate near-certain, the secret decision reads nothing
-        (0.6, Judgement.SECRET_SUPPORT, True),  # the secret decision backs the gate
-        (0.1, Judgement.SECRET_TEXT, True),  # the secret decision refuses on its own
-        (0.4, 0.0, False),  # the likeliest label, but not backed
+        (0.999, 0.0, 0.0, False),  # the gate near-certain, the secret decision reads nothing
+        (0.6, Judgement.SECRET_SUPPORT, 0.0, True),  # the secret decision backs the gate
+        (0.6, 0.0, Judgement.SECRET_SUPPORT, True),  # ... in one sentence of a longer text
+        (0.1, Judgement.SECRET_TEXT, 0.0, True),  # the secret decision refuses on its own
+        (0.4, 0.0, 0.0, False),  # the likeliest label, but not backed
     ],
 )
 def test_the_gates_sensitive_reading_refuses_only_where_the_secret_decision_backs_it(
-    sensitive: float, secret: float, refused: bool
+    sensitive: float, secret: float, in_a_sentence: float, refused: bool
 ) -> None:
     from typing import cast
 
     from memora.models import MemoryCandidate, RejectionReason
     from memora.write.policy.judged import trained_verdict
 
-    readings = cast(Judgement, _GateReadings(sensitive, secret))
+    readings = cast(Judgement, _GateReadings(sensitive, secret, in_a_sentence))
     text = "The user's parcel tracking number is 9400 1112 0202 3344 5566."
     verdict = trained_verdict(MemoryCandidate(content=text, user_message=text), readings)
     assert (verdict is not None and verdict[0] is RejectionReason.SENSITIVE_DATA) is refused
