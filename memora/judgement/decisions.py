@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -115,6 +116,18 @@ def sentence_pair_inputs(
 def weights_path(decision: str, encoder_slug: str) -> Path:
     """Where a decision's weights for an encoder live."""
     return WEIGHTS_DIR / f"{decision}.{encoder_slug}.npz"
+
+
+@dataclass(frozen=True)
+class _SpanReading:
+    """What the span decision makes of one sentence that holds a secret."""
+
+    cut: list[tuple[int, int]]
+    """Where values are cut: the likeliest span, every span read as a value, every number."""
+    values: list[tuple[int, int]]
+    """The spans the span decision reads as values on their own (not only as the likeliest)."""
+    numbers: list[tuple[int, int]]
+    """The numbers, however written."""
 
 
 class Judgement:
@@ -254,13 +267,7 @@ class Judgement:
             return []
         sentences = self.sentences(text)
         alone, paired = self._sentence_readings(text, sentences)
-        # One word after a sentence is read only with that sentence: alone it has no context
-        # to be a secret in, and an abbreviation's stop ("... is Dr. Quillfeather") makes a
-        # name such a "sentence".
-        readable_alone = np.array(
-            [i == 0 or len(m.group(0).split()) > 1 for i, m in enumerate(sentences)]
-        )
-        flagged_alone = (alone >= self.SECRET_TEXT) & readable_alone
+        flagged_alone = alone >= self.SECRET_TEXT
         # A pair only flags a sentence whose predecessor is not flagged alone: after
         # "My PIN is 4821." the pair holds that PIN, not a value of the next sentence. The
         # value of a flagged pair may sit in either sentence ("Code: 604917. Don't share
@@ -301,46 +308,61 @@ class Judgement:
             text[sentences[i - 1].start() : m.end()] for i, m in enumerate(sentences) if i
         ]
         probabilities = self.secret_probability([m.group(0) for m in sentences] + with_previous)
-        return probabilities[: len(sentences)], probabilities[len(sentences) :]
+        # One word after a sentence is read only with that sentence: alone it has no context
+        # to be a secret in, and an abbreviation's stop ("... is Dr. Quillfeather") makes a
+        # name such a "sentence".
+        readable_alone = [i == 0 or len(m.group(0).split()) > 1 for i, m in enumerate(sentences)]
+        alone = np.where(readable_alone, probabilities[: len(sentences)], 0.0)
+        return alone, probabilities[len(sentences) :]
 
     def secret_value_spans(self, text: str) -> list[tuple[int, int]]:
         """Where the secret values of ``text`` are: every span the span decision cuts in each
-        of its :meth:`secret_sentences`, at least the likeliest one, and every number."""
-        found: list[tuple[int, int]] = []
+        of its :meth:`secret_sentences`, at least the likeliest one, and every number; where the
+        span decision reads no value in a flagged sentence, also the values and numbers of the
+        next sentence read with it."""
+        found: set[tuple[int, int]] = set()
+        flagged = self.secret_sentences(text)
         sentences = self.sentences(text)
-        for match in self.secret_sentences(text):
-            spans, placed = self._value_spans(match.group(0), match.start())
-            following = [m for m in sentences if m.start() >= match.end()]
-            if not placed and following:
-                # "The gate code changed!! New one is #5520*": a sentence can name what a
-                # value opens and leave the value to the next one.
-                pair = text[match.start() : following[0].end()]
-                spans, _ = self._value_spans(pair, match.start())
-            found += spans
-        return found
+        for match in flagged:
+            reading = self._value_spans(match.group(0), match.start())
+            found.update(reading.cut)
+            after = next((m for m in sentences if m.start() >= match.end()), None)
+            if reading.values or after is None:
+                continue
+            if any(f.start() <= after.start() < f.end() for f in flagged):
+                continue
+            # "The gate code changed!! New one is #5520*": a sentence can name what a value
+            # opens and leave the value to the next one.
+            pair = self._value_spans(text[match.start() : after.end()], match.start())
+            found.update(span for span in pair.values + pair.numbers if span[0] >= after.start())
+        return sorted(found)
 
     def value_spans(self, sentence: str, offset: int = 0) -> list[tuple[int, int]]:
         """Where the values of a sentence that holds a secret are (``offset``: where the
         sentence starts in its text): every span the span decision cuts, at least the
         likeliest one, and every number."""
-        return self._value_spans(sentence, offset)[0]
+        return self._value_spans(sentence, offset).cut
 
-    def _value_spans(self, sentence: str, offset: int) -> tuple[list[tuple[int, int]], bool]:
-        """:meth:`value_spans`, and whether the sentence places a value: a number, or a span
-        the span decision cuts on its own reading rather than as the likeliest of none."""
+    def _value_spans(self, sentence: str, offset: int) -> _SpanReading:
         assert self.span_model is not None
         spans = candidate_spans(sentence)
         if not spans:
-            return [(offset, offset + len(sentence))], False
+            return _SpanReading(cut=[(offset, offset + len(sentence))], values=[], numbers=[])
         rows = np.stack([span_features(sentence, span) for span in spans])
         probs = self.span_model.probabilities(rows)[:, 1]
         confident = {i for i, p in enumerate(probs) if p >= self.SECRET_SPAN}
         # In a sentence that holds a secret, a number the span decision passed over may still
         # be the value: cutting a room number with a code costs less than keeping the code.
         numbers = {i for i, span in enumerate(spans) if span.numeric}
-        chosen = {int(probs.argmax())} | confident | numbers
-        placed = bool(confident or numbers)
-        return [(offset + spans[i].start, offset + spans[i].end) for i in chosen], placed
+
+        def located(chosen: set[int]) -> list[tuple[int, int]]:
+            return [(offset + spans[i].start, offset + spans[i].end) for i in sorted(chosen)]
+
+        return _SpanReading(
+            cut=located({int(probs.argmax())} | confident | numbers),
+            values=located(confident),
+            numbers=located(numbers),
+        )
 
 
 @cache

@@ -76,13 +76,12 @@ SECRET_CORPORA = (
     "secrets_long.jsonl",
     "secrets_hard.jsonl",
     "secrets_languages.jsonl",
-    "secrets_passing.jsonl",
 )
-SPAN_CORPORA = (*SECRET_CORPORA, "secrets_answers.jsonl")
-"""The span decision also reads a corpus written to teach which of a text's values is the
-secret (a security question's answer, not its words); nearly all its texts hold one, which
-would tilt the whole-text decision toward refusing (on the development sets it stored no
-secret fewer and refused 4 more clear texts)."""
+SPAN_CORPORA = (*SECRET_CORPORA, "secrets_passing.jsonl", "secrets_answers.jsonl")
+"""The span decision also reads two corpora of where a value sits: in passing, spelled out,
+as a security question's answer, beside other values. In the whole-text decision the first
+read code words into clear naming ("For this chat we call the parser Bob the parser", 0.47)
+and the second, nearly all secrets, refused 4 more clear texts of the development sets."""
 RELATION_CORPORA = (
     "relations.jsonl",
     "relations_more.jsonl",
@@ -494,13 +493,14 @@ CARD_DATA = {
     "(number-dense clear texts and talk about security without a value, against casual, "
     "hedged and word-valued secrets, in pairs and triples; 17 languages) and "
     "secrets_languages.jsonl (local forms of codes and their clear twins as natives type "
-    "them, 16 languages and code-switching) and secrets_passing.jsonl (values mentioned in "
-    "passing and codes spelled out in words inside questions and stories, against clear "
-    "numbers and number words; 18 languages), plus the store and sensitive candidates of "
-    "the gate corpora",
-    "secret_span": "the texts of the `secret` corpora and secrets_answers.jsonl "
-    "(security-question answers, code words, the one secret among several values, a value "
-    "left to the next sentence; 17 languages): every candidate span of every text; "
+    "them, 16 languages and code-switching), plus the store and sensitive candidates of the "
+    "gate corpora",
+    "secret_span": "the texts of the `secret` corpora (not the gate's candidates), "
+    "secrets_passing.jsonl (values mentioned in passing and codes spelled out in words "
+    "inside questions and stories, against clear numbers and number words; 18 languages) "
+    "and secrets_answers.jsonl (security-question answers, code words, the one secret among "
+    "several values, a value left to the next sentence; 17 languages): every candidate span "
+    "of every text; "
     "one ReLU layer of 32 units over the span's shape and hashed character trigrams of the "
     "span and of the text around it",
     "relation": "corpora/relations.jsonl, relations_more.jsonl, relations_hard.jsonl (pairs "

@@ -225,13 +225,11 @@ def test_the_rules_alone_are_still_there_when_asked_for() -> None:
             "ma carte bleue a le code cinq deux huit un, comment je le change au distributeur ?",
             "La carte bleue de l'utilisateur a le code cinq deux huit un.",
         ),
-        # Spelled out in a question that asks about something else; the memory the model
-        # writes is the plain statement.
+        # The sentence that reads as a secret names the keypad; the value is in the next one.
         (
-            "vier-acht-null-zwei",
-            "Weißt du, wie ich die Alarmanlage neu einstelle? Sie geht mit vier-acht-null-zwei "
-            "aus, aber piept trotzdem.",
-            "Die Alarmanlage des Nutzers geht mit vier-acht-null-zwei aus.",
+            "2291",
+            "the side gate keypad changed!! new one is *2291#, the old one is dead so tell ur mum",
+            "the side gate keypad changed!! new one is *2291#, the old one is dead so tell ur mum",
         ),
     ],
     ids=[
@@ -240,7 +238,7 @@ def test_the_rules_alone_are_still_there_when_asked_for() -> None:
         "no keyword",
         "three characters",
         "in a question",
-        "in a German question",
+        "in the next sentence",
     ],
 )
 def test_a_turn_with_a_natural_secret_keeps_no_trace(

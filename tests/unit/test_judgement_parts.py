@@ -154,16 +154,43 @@ def test_a_pair_of_sentences_that_holds_a_secret_is_read_for_it_as_a_whole() -> 
 
 
 def test_a_value_left_to_the_next_sentence_is_cut_there() -> None:
-    text = "Our gate code changed!! New one is #5520*, tell the guests. See you at noon."
-    judge = _GivenReadings({"Our gate code changed!!": 0.9})
-    assert [m.group(0) for m in judge.secret_sentences(text)] == ["Our gate code changed!!"]
+    text = "Our gate code changed this week!! New one is #5520*, tell the guests. See you."
+    judge = _GivenReadings({"Our gate code changed this week!!": 0.9})
+    assert [m.group(0) for m in judge.secret_sentences(text)] == [
+        "Our gate code changed this week!!"
+    ]
     cleaned = _cut(judge, text)
     assert "5520" not in cleaned
-    assert cleaned.startswith("Our gate code changed!!") and cleaned.endswith("See you at noon.")
+    assert cleaned.startswith("Our gate code ") and cleaned.endswith(", tell the guests. See you.")
     # A flagged sentence that places its own value is cut alone.
     placed = "Our gate code is 7781!! New one is #5520*, tell the guests."
     judge = _GivenReadings({"Our gate code is 7781!!": 0.9})
     assert "7781" not in _cut(judge, placed) and "#5520*" in _cut(judge, placed)
+    # A next sentence that places no value either gives up nothing.
+    idle = "Our gate code changed!! Ask Maria about it."
+    assert _cut(_GivenReadings({"Our gate code changed!!": 0.9}), idle).endswith(
+        " Ask Maria about it."
+    )
+
+
+def test_a_flagged_sentence_with_no_candidate_is_cut_whole_whatever_follows() -> None:
+    sentence = "保险柜新密码设成妈妈生日加上门牌号了。"
+    judge = _GivenReadings({sentence: 0.9})
+    assert _cut(judge, sentence + "明天见。") == "#明天见。"
+
+
+def test_the_secret_reading_is_the_likeliest_of_the_text_its_sentences_and_pairs() -> None:
+    text = "The bank sent a code. Type 604917 in the app. Thanks a lot."
+    assert _GivenReadings({" Type 604917 in the app.": 0.2}).secret_reading(text) == 0.2
+    pair = "The bank sent a code. Type 604917 in the app."
+    assert _GivenReadings({pair: 0.4, text: 0.1}).secret_reading(text) == 0.4
+    assert _GivenReadings({text: 0.3}).secret_reading(text) == 0.3
+    one = "Type 604917 in the app."
+    assert _GivenReadings({one: 0.25}).secret_reading(one) == 0.25
+    assert _GivenReadings({}).secret_reading("") == 0.0
+    # A one-word "sentence" after an abbreviation's stop backs nothing on its own.
+    name = "My dentist is Dr. Quillfeather"
+    assert _GivenReadings({" Quillfeather": 0.9}).secret_reading(name) == 0.0
 
 
 def _cut(judge: Judgement, text: str) -> str:
