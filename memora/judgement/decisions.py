@@ -120,14 +120,12 @@ def weights_path(decision: str, encoder_slug: str) -> Path:
 
 @dataclass(frozen=True)
 class _SpanReading:
-    """What the span decision makes of one sentence that holds a secret."""
+    """What the span decision makes of a sentence (or a pair of them) that holds a secret."""
 
     cut: list[tuple[int, int]]
     """Where values are cut: the likeliest span, every span read as a value, every number."""
     values: list[tuple[int, int]]
     """The spans the span decision reads as values on their own (not only as the likeliest)."""
-    numbers: list[tuple[int, int]]
-    """The numbers, however written."""
 
 
 class Judgement:
@@ -146,7 +144,10 @@ class Judgement:
     reading of 0.95 or more refuse alone found no secret more on the development sets
     (``secrets_dev3`` 4 of 180 stored, ``secrets_dev4`` 8 of 150, either way) and refused 2
     and 6 more clear texts (9 against 7 of 120, 28 against 22 of 150). Of 0.1 and 0.2 there:
-    0.2 stored one secret more of ``secrets_dev4`` for one clear text fewer."""
+    0.2 stored one secret more of ``secrets_dev4`` for one clear text fewer. (Those figures
+    were measured with the whole text's reading alone backing the gate; with its sentences
+    and pairs too, ``secrets_dev4`` stored 7 instead of 8 and refused 25 clear texts
+    instead of 22.)"""
     STORE_ODDS = 1.5
     """How much likelier ``store`` is taken to be than the corpora's mix says when ranking the
     gate's labels: the corpora hold more refusals per fact than conversations do. Chosen on the
@@ -303,7 +304,8 @@ class Judgement:
     def _sentence_readings(
         self, text: str, sentences: list[re.Match[str]]
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The secret probability of each sentence alone, and of each read with the one before."""
+        """The secret probability of each sentence alone (0 for one word after the first
+        sentence), and of each read with the one before."""
         with_previous = [
             text[sentences[i - 1].start() : m.end()] for i, m in enumerate(sentences) if i
         ]
@@ -318,8 +320,8 @@ class Judgement:
     def secret_value_spans(self, text: str) -> list[tuple[int, int]]:
         """Where the secret values of ``text`` are: every span the span decision cuts in each
         of its :meth:`secret_sentences`, at least the likeliest one, and every number; where the
-        span decision reads no value in a flagged sentence, also the values and numbers of the
-        next sentence read with it."""
+        span decision reads no value in a flagged sentence, also the values it reads in the
+        next sentence (unless that one is flagged itself) read with it."""
         found: set[tuple[int, int]] = set()
         flagged = self.secret_sentences(text)
         sentences = self.sentences(text)
@@ -332,9 +334,11 @@ class Judgement:
             if any(f.start() <= after.start() < f.end() for f in flagged):
                 continue
             # "The gate code changed!! New one is #5520*": a sentence can name what a value
-            # opens and leave the value to the next one.
+            # opens and leave the value to the next one. Only what the span decision reads as
+            # a value is taken there: the next sentence's other numbers ("back at 6") are not
+            # the secret's, and cut values are chased through the rest of the turn.
             pair = self._value_spans(text[match.start() : after.end()], match.start())
-            found.update(span for span in pair.values + pair.numbers if span[0] >= after.start())
+            found.update(span for span in pair.values if span[0] >= after.start())
         return sorted(found)
 
     def value_spans(self, sentence: str, offset: int = 0) -> list[tuple[int, int]]:
@@ -347,7 +351,7 @@ class Judgement:
         assert self.span_model is not None
         spans = candidate_spans(sentence)
         if not spans:
-            return _SpanReading(cut=[(offset, offset + len(sentence))], values=[], numbers=[])
+            return _SpanReading(cut=[(offset, offset + len(sentence))], values=[])
         rows = np.stack([span_features(sentence, span) for span in spans])
         probs = self.span_model.probabilities(rows)[:, 1]
         confident = {i for i, p in enumerate(probs) if p >= self.SECRET_SPAN}
@@ -361,7 +365,6 @@ class Judgement:
         return _SpanReading(
             cut=located({int(probs.argmax())} | confident | numbers),
             values=located(confident),
-            numbers=located(numbers),
         )
 
 

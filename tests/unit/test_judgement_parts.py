@@ -166,11 +166,23 @@ def test_a_value_left_to_the_next_sentence_is_cut_there() -> None:
     placed = "Our gate code is 7781!! New one is #5520*, tell the guests."
     judge = _GivenReadings({"Our gate code is 7781!!": 0.9})
     assert "7781" not in _cut(judge, placed) and "#5520*" in _cut(judge, placed)
-    # A next sentence that places no value either gives up nothing.
+    # A next sentence that places no value either gives up nothing, nor do numbers the span
+    # decision does not read as the value.
     idle = "Our gate code changed!! Ask Maria about it."
     assert _cut(_GivenReadings({"Our gate code changed!!": 0.9}), idle).endswith(
         " Ask Maria about it."
     )
+    later = "Our gate code changed!! I will be back at 6 with 3 bags."
+    assert _cut(_GivenReadings({"Our gate code changed!!": 0.9}), later).endswith(
+        " I will be back at 6 with 3 bags."
+    )
+    # A next sentence flagged itself is cut on its own reading, not again with the first.
+    both = "Our gate code changed!! New one is #5520*, tell the guests."
+    judge = _GivenReadings(
+        {"Our gate code changed!!": 0.9, " New one is #5520*, tell the guests.": 0.9}
+    )
+    spans = judge.secret_value_spans(both)
+    assert len(spans) == len(set(spans)) and "5520" not in _cut(judge, both)
 
 
 def test_a_flagged_sentence_with_no_candidate_is_cut_whole_whatever_follows() -> None:
@@ -191,6 +203,7 @@ def test_the_secret_reading_is_the_likeliest_of_the_text_its_sentences_and_pairs
     # A one-word "sentence" after an abbreviation's stop backs nothing on its own.
     name = "My dentist is Dr. Quillfeather"
     assert _GivenReadings({" Quillfeather": 0.9}).secret_reading(name) == 0.0
+    assert _GivenReadings({" Quillfeather": 0.9}).secret_sentences(name) == []
 
 
 def _cut(judge: Judgement, text: str) -> str:
