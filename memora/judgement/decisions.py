@@ -289,12 +289,14 @@ class Judgement:
             return [whole]
         return []
 
-    def secret_reading(self, text: str) -> float:
+    def secret_reading(self, text: str, whole: float | None = None) -> float:
         """The likeliest of ``text`` holding a secret as a whole, in one of its sentences, or
-        in one read with the sentence before it: a value is diluted by a long text around it."""
+        in one read with the sentence before it: a value is diluted by a long text around it.
+        ``whole``: the whole text's reading where the caller has it already."""
         if self.secret_model is None or not text.strip():
             return 0.0
-        whole = float(self.secret_probability([text])[0])
+        if whole is None:
+            whole = float(self.secret_probability([text])[0])
         sentences = self.sentences(text)
         if len(sentences) < 2:
             return whole

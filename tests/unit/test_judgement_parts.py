@@ -395,8 +395,8 @@ class _GateReadings:
     def secret_probability(self, texts: list[str]) -> np.ndarray:
         return np.full(len(texts), self.secret)
 
-    def secret_reading(self, text: str) -> float:
-        return max(self.secret, self.in_a_sentence)
+    def secret_reading(self, text: str, whole: float | None = None) -> float:
+        return max(self.secret if whole is None else whole, self.in_a_sentence)
 
     def secret_sentences(self, text: str) -> list[object]:
         return []

@@ -61,7 +61,7 @@ def trained_verdict(
     # The gate's `sensitive` reading also fires on talk about passwords and on numbers that
     # open nothing; the secret decision, trained on exactly those look-alikes, must back it,
     # in the whole text or in one of its sentences.
-    backed = judge.secret_reading(candidate.content) >= judge.SECRET_SUPPORT
+    backed = judge.secret_reading(candidate.content, whole=secret) >= judge.SECRET_SUPPORT
     gate_refuses = probabilities["sensitive"] >= judge.GATE_SENSITIVE and backed
     if gate_refuses or secret >= judge.SECRET_TEXT:
         return RejectionReason.SENSITIVE_DATA, "judge:sensitive"
