@@ -33,6 +33,9 @@ class _Readings:
         self.updates = updates
         self.stored: list[Any] = []
 
+    def sentence_vector(self, text: str) -> Any:
+        return np.array([1.0, 0.0])
+
     def relation(
         self, olds: list[str], new: str, structure: Any, said_as: Any = None, stored: Any = None
     ) -> Any:
@@ -199,3 +202,18 @@ def test_a_neighbour_read_with_its_kept_vector_has_the_bars_of_both_decisions() 
     assert _decide({"c": 0.92}, CREATE, _neighbour("c", 0.9), updates=updated).action is (
         ReconcileAction.CREATE
     )
+
+
+def test_a_neighbour_worded_apart_is_close_where_its_kept_sentence_vector_is() -> None:
+    def worded_apart(cosine: float, width: int = 2) -> Neighbour:
+        vector = np.zeros(width)
+        vector[:2] = [cosine, np.sqrt(1 - cosine**2)]
+        return _neighbour("c", 0.3).model_copy(update={"sentence_vector": vector})
+
+    updated = frozenset("c")
+    # The candidate's sentence vector is (1, 0): the kept vector's first value is the cosine.
+    assert _decide({"c": 0.92}, CREATE, worded_apart(0.95), updates=updated).target_ids == ["c"]
+    for far in (worded_apart(0.8), worded_apart(0.95, width=3), _neighbour("c", 0.3)):
+        assert _decide({"c": 0.999}, CREATE, far, updates=updated).action is (
+            ReconcileAction.CREATE
+        )
