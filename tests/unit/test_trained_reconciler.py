@@ -204,16 +204,37 @@ def test_a_neighbour_read_with_its_kept_vector_has_the_bars_of_both_decisions() 
     )
 
 
-def test_a_neighbour_worded_apart_is_close_where_its_kept_sentence_vector_is() -> None:
-    def worded_apart(cosine: float, width: int = 2) -> Neighbour:
-        vector = np.zeros(width)
-        vector[:2] = [cosine, np.sqrt(1 - cosine**2)]
-        return _neighbour("c", 0.3).model_copy(update={"sentence_vector": vector})
+def _worded_apart(memory_id: str, cosine: float, width: int = 2) -> Neighbour:
+    """A neighbour at WordLlama cosine 0.3 whose kept vector has ``cosine`` with the new
+    memory's: the stand-in reads every new memory's sentence vector as (1, 0)."""
+    vector = np.zeros(width)
+    vector[:2] = [cosine, np.sqrt(1 - cosine**2)]
+    return _neighbour(memory_id, 0.3).model_copy(update={"sentence_vector": vector})
 
+
+def test_a_neighbour_worded_apart_is_close_where_its_kept_sentence_vector_is() -> None:
     updated = frozenset("c")
-    # The candidate's sentence vector is (1, 0): the kept vector's first value is the cosine.
-    assert _decide({"c": 0.92}, CREATE, worded_apart(0.95), updates=updated).target_ids == ["c"]
-    for far in (worded_apart(0.8), worded_apart(0.95, width=3), _neighbour("c", 0.3)):
+    for close in (_worded_apart("c", 0.95), _worded_apart("c", 0.845)):
+        assert _decide({"c": 0.92}, CREATE, close, updates=updated).target_ids == ["c"]
+    far_ones = (
+        _worded_apart("c", 0.835),
+        _worded_apart("c", 0.95, width=3),
+        _neighbour("c", 0.3),
+    )
+    for far in far_ones:
         assert _decide({"c": 0.999}, CREATE, far, updates=updated).action is (
             ReconcileAction.CREATE
         )
+
+
+def test_a_neighbour_close_by_its_kept_vector_counts_as_a_sibling() -> None:
+    updated = frozenset("cd")
+    readings = {"c": 0.96, "d": 0.6}
+    sibling = _decide(
+        readings, CREATE, _neighbour("c", 0.9), _worded_apart("d", 0.9), updates=updated
+    )
+    assert sibling.action is ReconcileAction.CREATE
+    apart = _decide(
+        readings, CREATE, _neighbour("c", 0.9), _worded_apart("d", 0.5), updates=updated
+    )
+    assert apart.target_ids == ["c"]

@@ -25,7 +25,8 @@ from memora.write.reconcile.structure import quantity_may_have_changed, same_tex
 @dataclass(frozen=True)
 class RelationThresholds:
     """When the relation decision replaces a memory (cosines are WordLlama's, as the rules
-    read them). Each bar is a least probability of update + restatement: of one fact."""
+    read them, but :attr:`alone_gate_kept`'s, of the kept sentence vectors). Each bar is a
+    least probability of update + restatement: of one fact."""
 
     confirm: float = RELATION_CONFIRM
     """For a replacement the rules propose to stand. Of 0.03 (a veto only where the decision
