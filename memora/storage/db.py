@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -30,6 +31,25 @@ def describe_sqlite_error(path: Path, error: sqlite3.Error) -> str:
     if "readonly" in text or "unable to open" in text:
         return f"cannot write to {path} ({text}); check MEMORA_DATA_DIR and its permissions"
     return f"database {path}: {text}"
+
+
+def _enter_wal(conn: sqlite3.Connection, deadline: float) -> None:
+    """Switch a file to the write-ahead log, waiting while another process does the same.
+
+    Changing the journal mode needs the file to itself, and SQLite answers
+    ``SQLITE_BUSY`` at once there instead of calling the busy handler, so several
+    processes opening a new store together would fail where they should wait.
+    """
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) and "busy" not in str(error):
+                raise
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
 
 
 class SqlDatabase(Protocol):
@@ -91,7 +111,7 @@ class Database:
             )
             self._conn.row_factory = sqlite3.Row
             self._conn.execute("PRAGMA secure_delete=ON")
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            _enter_wal(self._conn, deadline=time.monotonic() + busy_timeout_ms / 1000)
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
             self._conn.executescript(schema)
