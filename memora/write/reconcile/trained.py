@@ -174,21 +174,21 @@ class TrainedReconciler:
         """Ids of the neighbours close enough for the decision to replace on its own reading."""
         bars = self.thresholds
         near = {n.memory.id for n in neighbours if n.similarity >= bars.alone_gate}
-        unread = [
-            n for n in neighbours if n.sentence_vector is not None and n.memory.id not in near
-        ]
+        unread = {
+            n.memory.id: n.sentence_vector
+            for n in neighbours
+            if n.sentence_vector is not None and n.memory.id not in near
+        }
         if not unread or bars.alone_gate_kept > 1.0:
             return near
         said = self.judge.sentence_vector(candidate.said_as or candidate.content)
         if said is None:
             return near
         # A vector kept under another encoder (of another width) is not comparable.
-        kept = [n for n in unread if n.sentence_vector.shape == said.shape]  # type: ignore[union-attr]
-        if not kept:
-            return near
-        cosines = np.stack([n.sentence_vector for n in kept]) @ said  # type: ignore[misc]
         return near | {
-            n.memory.id for n, c in zip(kept, cosines, strict=True) if c >= bars.alone_gate_kept
+            memory_id
+            for memory_id, vector in unread.items()
+            if vector.shape == said.shape and float(vector @ said) >= bars.alone_gate_kept
         }
 
     def _alone(
