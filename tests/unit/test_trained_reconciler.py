@@ -238,3 +238,21 @@ def test_a_neighbour_close_by_its_kept_vector_counts_as_a_sibling() -> None:
         readings, CREATE, _neighbour("c", 0.9), _worded_apart("d", 0.5), updates=updated
     )
     assert apart.target_ids == ["c"]
+
+
+def test_a_vector_kept_under_another_encoder_gets_the_bars_of_none() -> None:
+    """A kept vector of another width is not read by the decision, so the lower bars of a
+    pair read with it do not apply either."""
+    elsewhere = _neighbour("c", 0.9).model_copy(update={"sentence_vector": np.ones(3) / 3**0.5})
+    updated = frozenset("c")
+    readings = _Readings({elsewhere.memory.content: 0.92}, {elsewhere.memory.content})
+    reconciler = TrainedReconciler(cast(Judgement, readings), rules=_Rules(CREATE))
+    decision = reconciler.decide(MemoryCandidate(content=NEW), [elsewhere])
+    assert decision.action is ReconcileAction.CREATE
+    assert readings.stored == [[None]]
+    # Restated at 0.98: under the bar of no vector (0.99), over the kept one's (0.97).
+    assert _decide({"c": 0.98}, CREATE, elsewhere).action is ReconcileAction.CREATE
+    # The same readings with a comparable vector pass the lower bars.
+    comparable = elsewhere.model_copy(update={"sentence_vector": np.array([0.0, 1.0])})
+    assert _decide({"c": 0.92}, CREATE, comparable, updates=updated).target_ids == ["c"]
+    assert _decide({"c": 0.98}, CREATE, comparable).target_ids == ["c"]

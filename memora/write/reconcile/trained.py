@@ -92,6 +92,18 @@ class RelationThresholds:
         return self.alone_update if neighbour.sentence_vector is None else self.alone_update_kept
 
 
+def comparable(neighbours: list[Neighbour], said: np.ndarray | None) -> list[Neighbour]:
+    """The neighbours with only the kept sentence vectors that can be read beside ``said``
+    (the new memory's): one kept under another encoder, of another width, is read as none
+    by every bar and by the decision, as where no vector was kept."""
+    return [
+        n
+        if n.sentence_vector is None or (said is not None and n.sentence_vector.shape == said.shape)
+        else n.model_copy(update={"sentence_vector": None})
+        for n in neighbours
+    ]
+
+
 class TrainedReconciler:
     """The rules propose and the relation decision disposes; it proposes what it is sure of."""
 
@@ -119,6 +131,8 @@ class TrainedReconciler:
                     target_ids=[neighbour.memory.id],
                     rationale="repeats an existing memory",
                 )
+        said = self.judge.sentence_vector(candidate.said_as or candidate.content)
+        neighbours = comparable(neighbours, said)
         ruled = self.rules.decide(candidate, neighbours)
         if ruled.action is ReconcileAction.SKIP:
             return ruled  # the rules skip the same words again (filler, spelling, order)
@@ -132,7 +146,7 @@ class TrainedReconciler:
             and quantity_may_have_changed(n.memory.content, candidate.content)
         ]
         reading = {n.memory.id for n in open_pairs + ruled_pairs}
-        near = self._near(candidate, neighbours)
+        near = self._near(said, neighbours)
         close = [n for n in neighbours if n.memory.id not in reading and n.memory.id in near]
         pairs = open_pairs + ruled_pairs + close
         read = self._read(candidate, pairs)
@@ -170,25 +184,19 @@ class TrainedReconciler:
             )
         return ruled
 
-    def _near(self, candidate: MemoryCandidate, neighbours: list[Neighbour]) -> set[str]:
-        """Ids of the neighbours close enough for the decision to replace on its own reading."""
+    def _near(self, said: np.ndarray | None, neighbours: list[Neighbour]) -> set[str]:
+        """Ids of the neighbours close enough for the decision to replace on its own reading
+        (``said``: the new memory's sentence vector)."""
         bars = self.thresholds
         near = {n.memory.id for n in neighbours if n.similarity >= bars.alone_gate}
-        unread = {
-            n.memory.id: n.sentence_vector
-            for n in neighbours
-            if n.sentence_vector is not None and n.memory.id not in near
-        }
-        if not unread or bars.alone_gate_kept > 1.0:
+        if said is None or bars.alone_gate_kept > 1.0:
             return near
-        said = self.judge.sentence_vector(candidate.said_as or candidate.content)
-        if said is None:
-            return near
-        # A vector kept under another encoder (of another width) is not comparable.
         return near | {
-            memory_id
-            for memory_id, vector in unread.items()
-            if vector.shape == said.shape and float(vector @ said) >= bars.alone_gate_kept
+            n.memory.id
+            for n in neighbours
+            if n.sentence_vector is not None
+            and n.memory.id not in near
+            and float(n.sentence_vector @ said) >= bars.alone_gate_kept
         }
 
     def _alone(
