@@ -45,6 +45,7 @@ def eval_secrets(
     for key in (
         "secret_texts",
         "secrets_stored",
+        "secrets_refused_for_another_reason",
         "secrets_left_unredacted",
         "clear_texts",
         "clear_refused",

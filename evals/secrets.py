@@ -4,10 +4,12 @@ The data is JSON Lines, one text a line, with the secret values it holds::
 
     {"text": "use code 739104 to open the gate", "secret_spans": ["739104"]}
 
-Each text is offered to the gate as a candidate the user said (refused means
-rejected as sensitive data) and redacted as a transcript would be (cut means
-no secret value is left in the redacted text). Texts without secrets measure
-the cost: clear texts refused as sensitive, and clear texts that redaction changed.
+Each text is offered to the gate as a candidate the user said and redacted as a
+transcript would be (cut means no secret value is left in the redacted text). A secret
+is stored where the gate accepts it; one the gate refuses for another reason than
+sensitive data (an instruction to tell others, a momentary request) is not stored, and
+is counted apart, since the gate then says the wrong reason. Texts without secrets
+measure the cost: clear texts refused as sensitive, and clear texts that redaction changed.
 With the ``chat_model`` write judge (:mod:`evals.write_judge`) the chat model judges each
 text the hard rules accept, as on the write path; redaction stays the offline one.
 """
@@ -49,7 +51,8 @@ def score_secrets(
     """Gate and redaction figures over ``items`` (see the module doc)."""
     judge = trained_judgement(judgement or get_settings().judgement)
     writer = resolve_write_judge(write_judge)
-    stored = unredacted = secret_texts = clear_refused = clear_changed = clear_texts = 0
+    stored = refused_otherwise = unredacted = secret_texts = 0
+    clear_refused = clear_changed = clear_texts = 0
     for done, (text, spans) in enumerate(items, start=1):
         candidate = MemoryCandidate(content=text, user_message=text)
         _, rejected = apply_memory_policy([candidate], writer.classifier, judge=judge)
@@ -57,7 +60,8 @@ def score_secrets(
         cleaned = redact(text, judge=judge).text
         if spans:
             secret_texts += 1
-            stored += not refused
+            stored += not rejected
+            refused_otherwise += bool(rejected) and not refused
             unredacted += any(span in cleaned for span in spans)
         else:
             clear_texts += 1
@@ -71,6 +75,7 @@ def score_secrets(
         **writer.figures(),
         "secret_texts": secret_texts,
         "secrets_stored": stored,
+        "secrets_refused_for_another_reason": refused_otherwise,
         "secrets_left_unredacted": unredacted,
         "clear_texts": clear_texts,
         "clear_refused": clear_refused,
