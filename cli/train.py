@@ -26,8 +26,9 @@ def train(
 
     Prints each decision's held-out figures (one item in five, chosen by a stable hash).
     """
+    from memora.judgement.cards import model_card
     from memora.judgement.encoder import bundled_encoder
-    from memora.judgement.train import model_card, train_all
+    from memora.judgement.train import train_all
 
     encoder = bundled_encoder()
     reports = train_all(cache, encoder)

