@@ -21,10 +21,15 @@ __all__ = [
 ]
 
 
+def _is_locked(error: sqlite3.Error) -> bool:
+    """Whether another connection holds the file: worth waiting for, not a fault."""
+    return "locked" in str(error) or "busy" in str(error)
+
+
 def describe_sqlite_error(path: Path, error: sqlite3.Error) -> str:
     """One line a person can act on, for a SQLite failure on ``path``."""
     text = str(error)
-    if "locked" in text or "busy" in text:
+    if _is_locked(error):
         return f"database {path} is locked by another process; try again shortly"
     if "malformed" in text or "not a database" in text or "file is encrypted" in text:
         return f"database {path} is corrupt ({text}); restore it from an export or move it aside"
@@ -45,9 +50,7 @@ def _enter_wal(conn: sqlite3.Connection, deadline: float) -> None:
             conn.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as error:
-            if "locked" not in str(error) and "busy" not in str(error):
-                raise
-            if time.monotonic() >= deadline:
+            if not _is_locked(error) or time.monotonic() >= deadline:
                 raise
             time.sleep(0.02)
 

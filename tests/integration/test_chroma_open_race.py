@@ -6,40 +6,23 @@ doing the same ("table collections already exists"); the store serialises the op
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.integration.workers import start_worker
+
 ROUNDS = 3
 PROCESSES = 4
 
 
 def test_processes_opening_a_new_data_dir_at_once_all_open_it(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "ANONYMIZED_TELEMETRY": "False"}
     outcomes = []
     for round_number in range(ROUNDS):
         data_dir = tmp_path / f"round{round_number}"
         # Far enough ahead that every process has imported chromadb before the start.
         start = time.time() + 5
         workers = [
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "tests.integration.chroma_open_worker",
-                    str(data_dir),
-                    str(start),
-                ],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for _ in range(PROCESSES)
+            start_worker("chroma_open_worker", str(data_dir), str(start)) for _ in range(PROCESSES)
         ]
         for worker in workers:
             out, err = worker.communicate(timeout=120)

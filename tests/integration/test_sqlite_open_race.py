@@ -7,38 +7,22 @@ busy timeout, so the store waits for the switch itself.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.integration.workers import start_worker
+
 ROUNDS = 20
 PROCESSES = 6
 SPACING_SECONDS = 0.4
 
 
 def test_processes_opening_a_new_sqlite_store_at_once_all_open_it(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     # Far enough ahead that every process has imported the store before the first round.
     start = time.time() + 6
     workers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tests.integration.sqlite_open_worker",
-                str(tmp_path),
-                str(start),
-                str(ROUNDS),
-                str(SPACING_SECONDS),
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        start_worker(
+            "sqlite_open_worker", str(tmp_path), str(start), str(ROUNDS), str(SPACING_SECONDS)
         )
         for _ in range(PROCESSES)
     ]
