@@ -322,25 +322,34 @@ class Judgement:
     def secret_value_spans(self, text: str) -> list[tuple[int, int]]:
         """Where the secret values of ``text`` are: every span the span decision cuts in each
         of its :meth:`secret_sentences`, at least the likeliest one, and every number; where the
-        span decision reads no value in a flagged sentence, also the values it reads in the
-        next sentence (unless that one is flagged itself) read with it."""
+        span decision reads no value in a flagged sentence, the values it reads in the next
+        sentence (unless that one is flagged itself) read with it, or, where it reads none
+        there either, that whole sentence."""
         found: set[tuple[int, int]] = set()
         flagged = self.secret_sentences(text)
         sentences = self.sentences(text)
         for match in flagged:
             reading = self._value_spans(match.group(0), match.start())
-            found.update(reading.cut)
+            if reading.values:
+                found.update(reading.cut)
+                continue
             after = next((m for m in sentences if m.start() >= match.end()), None)
-            if reading.values or after is None:
-                continue
-            if any(f.start() <= after.start() < f.end() for f in flagged):
-                continue
-            # "The gate code changed!! New one is #5520*": a sentence can name what a value
-            # opens and leave the value to the next one. Only what the span decision reads as
-            # a value is taken there: the next sentence's other numbers ("back at 6") are not
-            # the secret's, and cut values are chased through the rest of the turn.
-            pair = self._value_spans(text[match.start() : after.end()], match.start())
-            found.update(span for span in pair.values if span[0] >= after.start())
+            told_after: list[tuple[int, int]] = []
+            if after is not None and not any(f.start() <= after.start() < f.end() for f in flagged):
+                # "The gate code changed!! New one is #5520*": a sentence can name what a
+                # value opens and leave the value to the next one. Only what the span
+                # decision reads as a value is taken there: the next sentence's other numbers
+                # ("back at 6") are not the secret's, and cut values are chased through the
+                # rest of the turn.
+                pair = self._value_spans(text[match.start() : after.end()], match.start())
+                told_after = [span for span in pair.values if span[0] >= after.start()]
+            if told_after:
+                found.update(reading.cut + told_after)
+            else:
+                # The sentence holds a secret and the span decision cannot say which words
+                # are the value ("the answer to the security question is ...", a one-word
+                # answer): the sentence goes whole, as where it offers no candidate at all.
+                found.add((match.start(), match.end()))
         return sorted(found)
 
     def value_spans(self, sentence: str, offset: int = 0) -> list[tuple[int, int]]:

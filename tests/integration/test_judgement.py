@@ -27,6 +27,8 @@ SECRETS = [
     ("the padlock on our storage unit opens with 3-8-1-5", "3-8-1-5"),
     ("Ferienwohnung WLAN: sonne-meer-2024 (steht am Router)", "sonne-meer-2024"),
     ("the answer to my bank's security question is Marmalade", "Marmalade"),
+    # The span decision cannot tell the one-word answer from the other words: the sentence goes.
+    ("The security answer for my old mail account is my first goldfish, Bubbles.", "Bubbles"),
     ("公司後門的密碼鎖是 905127，別跟別人說", "905127"),
     # What the value opens is said in the sentence before it; the value has full stops.
     ("Shed lock got reset yesterday. It's now 52.08.17", "52.08.17"),

@@ -192,6 +192,15 @@ def test_a_flagged_sentence_with_no_candidate_is_cut_whole_whatever_follows() ->
     assert _cut(judge, sentence + "明天见。") == "#明天见。"
 
 
+def test_a_flagged_sentence_whose_value_the_span_decision_cannot_place_is_cut_whole() -> None:
+    # A one-word answer to a security question reads like any other word of the sentence.
+    sentence = "The security answer for my old mail account is my first goldfish, Bubbles."
+    judge = _GivenReadings({sentence: 0.9})
+    [flagged] = judge.secret_sentences(sentence)
+    assert judge._value_spans(flagged.group(0), 0).values == []
+    assert _cut(judge, sentence + " Can you help me reset it?") == "# Can you help me reset it?"
+
+
 def test_the_secret_reading_is_the_likeliest_of_the_text_its_sentences_and_pairs() -> None:
     text = "The bank sent a code. Type 604917 in the app. Thanks a lot."
     assert _GivenReadings({" Type 604917 in the app.": 0.2}).secret_reading(text) == 0.2
