@@ -20,7 +20,7 @@ from memora.embeddings import shared_wordllama
 from memora.judgement.encoder import SentenceEncoder, bundled_encoder
 from memora.judgement.features import pair_features, support_features, text_features
 from memora.judgement.linear import Decision, load_decision
-from memora.judgement.spans import candidate_spans, span_features
+from memora.judgement.spans import candidate_spans, span_features, spelled_as_digits
 
 log = logging.getLogger(__name__)
 
@@ -246,10 +246,18 @@ class Judgement:
         return read
 
     def secret_probability(self, texts: list[str]) -> np.ndarray:
-        """Probability that each text holds a secret value."""
+        """Probability that each text holds a secret value: the likelier of the text as
+        written and with its digits spelled out in words written in digits (a code read out
+        in words is the same code)."""
         if self.secret_model is None or not texts:
             return np.zeros(len(texts))
-        return self.secret_model.probabilities(secret_inputs(self.encoder.encode, texts))[:, 1]
+        read = self.secret_model.probabilities(secret_inputs(self.encoder.encode, texts))[:, 1]
+        spelled = {i: s for i, t in enumerate(texts) if (s := spelled_as_digits(t)) is not None}
+        if spelled:
+            rows = secret_inputs(self.encoder.encode, list(spelled.values()))
+            at = list(spelled)
+            read[at] = np.maximum(read[at], self.secret_model.probabilities(rows)[:, 1])
+        return read
 
     @staticmethod
     def sentences(text: str) -> list[re.Match[str]]:

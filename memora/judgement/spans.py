@@ -60,6 +60,32 @@ def digit_word_runs() -> re.Pattern[str]:
     return re.compile("|".join(runs), re.IGNORECASE)
 
 
+@cache
+def _digit_words() -> tuple[re.Pattern[str], dict[str, str]]:
+    """Any one digit word of ``digit_words.toml`` (the longest first), and the digit of each."""
+    languages = tomllib.loads(DIGIT_WORDS_FILE.read_text("utf-8"))["languages"]
+    digit = {
+        word.casefold(): value
+        for language in languages.values()
+        for word, value in zip(language["words"], language["digits"], strict=True)
+    }
+    words = "|".join(re.escape(w) for w in sorted(digit, key=len, reverse=True))
+    return re.compile(words, re.IGNORECASE), digit
+
+
+def spelled_as_digits(text: str) -> str | None:
+    """``text`` with each run of digit words written in digits, between the same separators
+    ("cinco cero cero nueve" -> "5 0 0 9", "drei, zwei, eins" -> "3, 2, 1"), or None where
+    it has no such run."""
+    words, digit = _digit_words()
+
+    def written(run: re.Match[str]) -> str:
+        return words.sub(lambda word: digit[word.group(0).casefold()], run.group(0))
+
+    written_text, runs = digit_word_runs().subn(written, text)
+    return written_text if runs else None
+
+
 _CJK_DIGITS = re.compile(r"[零〇一二三四五六七八九两]{4,}")
 _EDGE = "\"'“”‘’「」『』()[]{}<>.,;:!?。，；：！？、"
 _HAN_SPLIT = re.compile(r"[的是为為在用把：:，,。]")

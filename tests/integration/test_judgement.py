@@ -128,6 +128,40 @@ def test_a_sentence_after_a_secret_keeps_its_words(judge) -> None:  # type: igno
     assert cleaned.endswith("I like jasmine tea, remember.")
 
 
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        (
+            "De kluis in het hotel gaat open met zes een vier negen, maar het lampje blijft rood.",
+            "zes een vier negen",
+        ),
+        (
+            "mi tarjeta tiene el PIN cuatro cuatro uno siete y el cajero me la ha tragado, "
+            "¿a quién llamo?",
+            "cuatro cuatro uno siete",
+        ),
+    ],
+)
+def test_a_code_read_out_in_words_reads_as_the_same_code_in_digits(
+    judge, text: str, value: str
+) -> None:  # type: ignore[no-untyped-def]
+    assert judge.secret_reading(text) >= judge.SECRET_TEXT
+    assert _verdict(judge, text) is RejectionReason.SENSITIVE_DATA
+    assert value not in redact(text, judge=judge).text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Mi abuela tuvo cinco hijos y dos tres nietos.",
+        "We counted down three two one zero and the rocket lifted off.",
+    ],
+)
+def test_numbers_in_words_that_open_nothing_are_kept(judge, text: str) -> None:  # type: ignore[no-untyped-def]
+    assert _verdict(judge, text) is None
+    assert redact(text, judge=judge).text == text
+
+
 @pytest.mark.parametrize("text", LOOK_ALIKES)
 def test_a_fact_about_security_or_deleting_is_stored(judge, text: str) -> None:  # type: ignore[no-untyped-def]
     assert _verdict(judge, text) is None

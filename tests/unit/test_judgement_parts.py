@@ -20,7 +20,7 @@ from memora.judgement.linear import (
     train_hidden,
     train_softmax,
 )
-from memora.judgement.spans import candidate_spans, span_features
+from memora.judgement.spans import candidate_spans, span_features, spelled_as_digits
 from memora.judgement.train import Report, model_kind
 
 
@@ -98,6 +98,29 @@ def test_digit_words_of_every_listed_language_make_one_candidate_with_their_exam
     assert not [s for s in candidate_spans("田中さんにしごとをたのんだ") if s.numeric]
     # A Devanagari word ending in a digit word ("विचार", "चार") does not start a run.
     assert not [s for s in candidate_spans("विचार दो तीन") if s.numeric]
+
+
+def test_a_run_of_digit_words_is_written_in_digits_between_the_same_separators() -> None:
+    import tomllib
+
+    from memora.judgement.spans import DIGIT_WORDS_FILE
+
+    languages = tomllib.loads(DIGIT_WORDS_FILE.read_text("utf-8"))["languages"]
+    digit_of: dict[str, str] = {}
+    for name, language in languages.items():
+        assert len(language["digits"]) == len(language["words"]), name
+        for word, digit in zip(language["words"], language["digits"], strict=True):
+            # A word two languages share stands for one digit in both.
+            assert digit_of.setdefault(word.casefold(), digit) == digit, (name, word)
+        for example in language["examples"]:
+            written = spelled_as_digits(f"it opens with {example} tonight")
+            assert written is not None, (name, example)
+            value = written.removeprefix("it opens with ").removesuffix(" tonight")
+            assert value.replace(" ", "").replace("-", "").replace("・", "").isdigit(), value
+    assert spelled_as_digits("mi PIN es cinco cero cero nueve, ok") == "mi PIN es 5 0 0 9, ok"
+    assert spelled_as_digits("neun-drei-drei-eins") == "9-3-3-1"
+    assert spelled_as_digits("鍵はななさんいちきゅうだよ") == "鍵は7319だよ"
+    assert spelled_as_digits("I have two three-legged cats") is None
 
 
 def test_a_value_with_full_stops_is_one_sentence_and_one_candidate() -> None:
