@@ -247,8 +247,8 @@ class Judgement:
 
     def secret_probability(self, texts: list[str]) -> np.ndarray:
         """Probability that each text holds a secret value: the likelier of the text as
-        written and with its digits spelled out in words written in digits (a code read out
-        in words is the same code)."""
+        written and, where it spells digits out in words, of the text with them in digits (a
+        code read out is the same code)."""
         if self.secret_model is None or not texts:
             return np.zeros(len(texts))
         read = self.secret_model.probabilities(secret_inputs(self.encoder.encode, texts))[:, 1]

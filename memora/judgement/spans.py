@@ -80,7 +80,8 @@ def spelled_as_digits(text: str) -> str | None:
     words, digit = _digit_words()
 
     def written(run: re.Match[str]) -> str:
-        return words.sub(lambda word: digit[word.group(0).casefold()], run.group(0))
+        # A casing whose fold is not listed ("İKİ") keeps its word.
+        return words.sub(lambda w: digit.get(w.group(0).casefold(), w.group(0)), run.group(0))
 
     written_text, runs = digit_word_runs().subn(written, text)
     return written_text if runs else None

@@ -121,6 +121,9 @@ def test_a_run_of_digit_words_is_written_in_digits_between_the_same_separators()
     assert spelled_as_digits("neun-drei-drei-eins") == "9-3-3-1"
     assert spelled_as_digits("鍵はななさんいちきゅうだよ") == "鍵は7319だよ"
     assert spelled_as_digits("I have two three-legged cats") is None
+    for shouted in ("İKİ ÜÇ DÖRT BİR", "SEVEN TWO NINE NINE", "ΤΡΊΑ ΟΚΤΏ ΜΗΔΈΝ ΠΈΝΤΕ"):
+        spelled_as_digits(shouted)  # any casing is read without error
+    assert spelled_as_digits("SEVEN TWO NINE NINE") == "7 2 9 9"
 
 
 def test_a_value_with_full_stops_is_one_sentence_and_one_candidate() -> None:
