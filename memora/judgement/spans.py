@@ -13,6 +13,7 @@ import tomllib
 import zlib
 from dataclasses import dataclass
 from functools import cache
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -75,16 +76,25 @@ def _digit_words() -> tuple[re.Pattern[str], dict[str, str]]:
 
 def spelled_as_digits(text: str) -> str | None:
     """``text`` with each run of digit words written in digits, between the same separators
-    ("cinco cero cero nueve" -> "5 0 0 9", "drei, zwei, eins" -> "3, 2, 1"), or None where
-    it has no such run."""
+    ("cinco cero cero nueve" -> "5 0 0 9"), or None where it has no such run. A run that
+    counts up or down ("eins, zwei, drei, vier", "five six seven eight", "three two one")
+    stays in words: counting aloud is far commoner than such a code, and the secret decision
+    reads "1 2 3 4" as one."""
     words, digit = _digit_words()
+    changed = 0
 
     def written(run: re.Match[str]) -> str:
+        nonlocal changed
         # A casing whose fold is not listed ("İKİ") keeps its word.
-        return words.sub(lambda w: digit.get(w.group(0).casefold(), w.group(0)), run.group(0))
+        values = [digit.get(w.group(0).casefold()) for w in words.finditer(run.group(0))]
+        steps = {int(b) - int(a) for a, b in pairwise(values) if a is not None and b is not None}
+        if None in values or steps in ({1}, {-1}):
+            return run.group(0)
+        changed += 1
+        return words.sub(lambda w: digit[w.group(0).casefold()], run.group(0))
 
-    written_text, runs = digit_word_runs().subn(written, text)
-    return written_text if runs else None
+    written_text = digit_word_runs().sub(written, text)
+    return written_text if changed else None
 
 
 _CJK_DIGITS = re.compile(r"[零〇一二三四五六七八九两]{4,}")
