@@ -85,7 +85,7 @@ def spelled_as_digits(text: str) -> str | None:
 
     def written(run: re.Match[str]) -> str:
         nonlocal changed
-        # A casing whose fold is not listed ("İKİ") keeps its word.
+        # A run holding a casing whose fold is not listed ("İKİ") stays in words.
         values = [digit.get(w.group(0).casefold()) for w in words.finditer(run.group(0))]
         steps = {int(b) - int(a) for a, b in pairwise(values) if a is not None and b is not None}
         if None in values or steps in ({1}, {-1}):
