@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,12 +45,17 @@ a regex word character does not cover ("विचार" must not end in the dig
 
 
 @cache
+def _digit_languages() -> dict[str, Any]:
+    """``digit_words.toml``'s languages, read once."""
+    return dict(tomllib.loads(DIGIT_WORDS_FILE.read_text("utf-8"))["languages"])
+
+
+@cache
 def digit_word_runs() -> re.Pattern[str]:
     """Runs of one language's digit words in ``digit_words.toml``: at least its ``least_run``
     (3 if unset), apart, or run together in a script written without spaces."""
-    languages = tomllib.loads(DIGIT_WORDS_FILE.read_text("utf-8"))["languages"]
     runs = []
-    for language in languages.values():
+    for language in _digit_languages().values():
         words = sorted(language["words"], key=len, reverse=True)
         word = "|".join(re.escape(w) for w in words)
         least = int(language.get("least_run", 3))
@@ -64,10 +70,9 @@ def digit_word_runs() -> re.Pattern[str]:
 @cache
 def _digit_words() -> tuple[re.Pattern[str], dict[str, str]]:
     """Any one digit word of ``digit_words.toml`` (the longest first), and the digit of each."""
-    languages = tomllib.loads(DIGIT_WORDS_FILE.read_text("utf-8"))["languages"]
     digit = {
         word.casefold(): value
-        for language in languages.values()
+        for language in _digit_languages().values()
         for word, value in zip(language["words"], language["digits"], strict=True)
     }
     words = "|".join(re.escape(w) for w in sorted(digit, key=len, reverse=True))
@@ -81,20 +86,19 @@ def spelled_as_digits(text: str) -> str | None:
     stays in words: counting aloud is far commoner than such a code, and the secret decision
     reads "1 2 3 4" as one."""
     words, digit = _digit_words()
-    changed = 0
 
     def written(run: re.Match[str]) -> str:
-        nonlocal changed
+        spoken = [w.group(0).casefold() for w in words.finditer(run.group(0))]
         # A run holding a casing whose fold is not listed ("İKİ") stays in words.
-        values = [digit.get(w.group(0).casefold()) for w in words.finditer(run.group(0))]
-        steps = {int(b) - int(a) for a, b in pairwise(values) if a is not None and b is not None}
-        if None in values or steps in ({1}, {-1}):
+        if not all(word in digit for word in spoken):
             return run.group(0)
-        changed += 1
+        values = [int(digit[word]) for word in spoken]
+        if {b - a for a, b in pairwise(values)} in ({1}, {-1}):
+            return run.group(0)
         return words.sub(lambda w: digit[w.group(0).casefold()], run.group(0))
 
     written_text = digit_word_runs().sub(written, text)
-    return written_text if changed else None
+    return written_text if written_text != text else None
 
 
 _CJK_DIGITS = re.compile(r"[零〇一二三四五六七八九两]{4,}")
