@@ -255,6 +255,24 @@ def test_the_rules_alone_are_still_there_when_asked_for() -> None:
             "the shed padlock is 381, don't lose it",
             "the shed padlock is 381, don't lose it",
         ),
+        # Cut whole from the user's message, the sentence leaves no value to chase into the
+        # model's own tool call, which words it differently.
+        pytest.param(
+            "zes een vier negen",
+            "De kluis in het hotel gaat open met zes een vier negen, maar het lampje blijft rood.",
+            "De kluis in het hotel gaat open met zes een vier negen.",
+            marks=pytest.mark.xfail(
+                strict=True, reason="known gap: a sentence cut whole is not chased as its values"
+            ),
+        ),
+        pytest.param(
+            "Bubbles",
+            "The security answer for my old mail account is my first goldfish, Bubbles.",
+            "The security answer for the user's old mail account is their first goldfish, Bubbles.",
+            marks=pytest.mark.xfail(
+                strict=True, reason="known gap: a sentence cut whole is not chased as its values"
+            ),
+        ),
         # Spelled out inside a question about something else.
         (
             "cinq deux huit un",
@@ -273,6 +291,8 @@ def test_the_rules_alone_are_still_there_when_asked_for() -> None:
         "one sentence",
         "no keyword",
         "three characters",
+        "spelled, read in digits",
+        "an answer it cannot place",
         "in a question",
         "in the next sentence",
     ],
