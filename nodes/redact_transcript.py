@@ -64,11 +64,21 @@ def _redacted_message(
 ) -> AnyMessage | None:
     """A copy of ``message`` (same id) with sensitive values cut, or None if it had none.
 
-    The user's own words are also cut where the trained decisions place a secret: a short
-    value inside a run of Han characters is not a token the echo chase can find.
+    The user's words and the model's tool calls are also cut where the trained decisions
+    place a secret: a short value inside a run of Han characters is not a token the echo
+    chase can find, and the model words a memory its own way ("the user's safe opens with
+    ...") where the user's sentence went whole. The model's prose is only chased for the
+    values found: read on its own, a reply ("Got it, 381 for the shed.") would go whole.
     """
-    said_by_user = judge if isinstance(message, HumanMessage) else None
-    update, cut = redact_tree(_parts(message), found, keep, judge=said_by_user)
+    parts = _parts(message)
+    if isinstance(message, HumanMessage):
+        update, cut = redact_tree(parts, found, keep, judge=judge)
+    elif isinstance(message, AIMessage):
+        prose, prose_cut = redact_tree(parts.pop("content"), found, keep)
+        calls, calls_cut = redact_tree(parts, found, keep, judge=judge)
+        update, cut = {"content": prose, **calls}, prose_cut + calls_cut
+    else:
+        update, cut = redact_tree(parts, found, keep)
     return message.model_copy(update=update) if cut else None
 
 

@@ -126,6 +126,8 @@ class _SpanReading:
     """Where values are cut: the likeliest span, every span read as a value, every number."""
     values: list[tuple[int, int]]
     """The spans the span decision reads as values on their own (not only as the likeliest)."""
+    numbers: list[tuple[int, int]]
+    """Every number, in digits or in words."""
 
 
 class Judgement:
@@ -332,7 +334,7 @@ class Judgement:
         of its :meth:`secret_sentences`, at least the likeliest one, and every number; where the
         span decision reads no value in a flagged sentence, the values it reads in the next
         sentence (unless that one is flagged itself) read with it, or, where it reads none
-        there either, that whole sentence."""
+        there either, that whole sentence (and its numbers inside it)."""
         found: set[tuple[int, int]] = set()
         flagged = self.secret_sentences(text)
         sentences = self.sentences(text)
@@ -357,7 +359,12 @@ class Judgement:
                 # The sentence holds a secret and the span decision cannot say which words
                 # are the value ("the answer to the security question is ...", a one-word
                 # answer): the sentence goes whole, as where it offers no candidate at all.
+                # Its numbers are kept as spans too (inside the whole one, they cut nothing
+                # more here) so that a turn chases them: the model words the sentence its own
+                # way but repeats the code. Its likeliest word is not: where that is not the
+                # value, it may be "the", cut from every reply of the turn.
                 found.add((match.start(), match.end()))
+                found.update(reading.numbers)
         return sorted(found)
 
     def value_spans(self, sentence: str, offset: int = 0) -> list[tuple[int, int]]:
@@ -370,7 +377,7 @@ class Judgement:
         assert self.span_model is not None
         spans = candidate_spans(sentence)
         if not spans:
-            return _SpanReading(cut=[(offset, offset + len(sentence))], values=[])
+            return _SpanReading(cut=[(offset, offset + len(sentence))], values=[], numbers=[])
         rows = np.stack([span_features(sentence, span) for span in spans])
         probs = self.span_model.probabilities(rows)[:, 1]
         confident = {i for i, p in enumerate(probs) if p >= self.SECRET_SPAN}
@@ -384,6 +391,7 @@ class Judgement:
         return _SpanReading(
             cut=located({int(probs.argmax())} | confident | numbers),
             values=located(confident),
+            numbers=located(numbers),
         )
 
 

@@ -202,6 +202,37 @@ def test_a_short_secret_the_model_repeats_in_its_reply_leaves_no_trace(
     assert files_containing(root, [b"it, 381", b"padlock is 381"]) == []
 
 
+@pytest.mark.parametrize(
+    ("code", "message", "reply"),
+    [
+        (
+            "zes een vier negen",
+            "De kluis in het hotel gaat open met zes een vier negen, maar het lampje blijft rood.",
+            "Genoteerd: zes een vier negen. Probeer de batterij te vervangen.",
+        ),
+        pytest.param(
+            "Bubbles",
+            "The security answer for my old mail account is my first goldfish, Bubbles.",
+            "Bubbles is a lovely name for a goldfish!",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="known gap: the span decision ranks 'goldfish' over the one-word answer "
+                "in a sentence it cuts whole, so the reply's echo of the answer is not chased",
+            ),
+        ),
+    ],
+    ids=["a spelled code", "a one-word answer"],
+)
+def test_a_value_of_a_sentence_cut_whole_is_chased_into_the_reply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str, message: str, reply: str
+) -> None:
+    model = ScriptedChatModel(script=[_answer(reply), _answer("Hi.")])
+    root = tmp_path / "data"
+    kept = _two_turns(root, monkeypatch, model, message)
+    assert code not in kept[0] and code not in kept[1]
+    assert files_containing(root, [code.encode()]) == []
+
+
 def _two_turns(
     root: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -256,22 +287,16 @@ def test_the_rules_alone_are_still_there_when_asked_for() -> None:
             "the shed padlock is 381, don't lose it",
         ),
         # Cut whole from the user's message, the sentence leaves no value to chase into the
-        # model's own tool call, which words it differently.
-        pytest.param(
+        # model's own tool call, which words it differently: that is read on its own.
+        (
             "zes een vier negen",
             "De kluis in het hotel gaat open met zes een vier negen, maar het lampje blijft rood.",
             "De kluis in het hotel gaat open met zes een vier negen.",
-            marks=pytest.mark.xfail(
-                strict=True, reason="known gap: a sentence cut whole is not chased as its values"
-            ),
         ),
-        pytest.param(
+        (
             "Bubbles",
             "The security answer for my old mail account is my first goldfish, Bubbles.",
             "The security answer for the user's old mail account is their first goldfish, Bubbles.",
-            marks=pytest.mark.xfail(
-                strict=True, reason="known gap: a sentence cut whole is not chased as its values"
-            ),
         ),
         # Spelled out inside a question about something else.
         (
