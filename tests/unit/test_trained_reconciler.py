@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from memora.judgement import Judgement
+from memora.judgement.decisions import RELATION_CONFIRM
 from memora.models import (
     MemoryCandidate,
     MemoryUnit,
@@ -85,8 +86,9 @@ CREATE = ReconcileDecision(action=ReconcileAction.CREATE, rationale="rules")
 def test_a_replacement_the_rules_propose_stands_only_if_read_as_one_fact() -> None:
     a = _neighbour("a", 0.8)
     for updated in (frozenset(), frozenset("a")):
-        assert _decide({"a": 0.25}, REPLACE_A, a, updates=updated).target_ids == ["a"]
-        kept = _decide({"a": 0.15}, REPLACE_A, a, updates=updated)
+        stands = _decide({"a": RELATION_CONFIRM + 0.05}, REPLACE_A, a, updates=updated)
+        assert stands.target_ids == ["a"]
+        kept = _decide({"a": RELATION_CONFIRM - 0.05}, REPLACE_A, a, updates=updated)
         assert kept.action is ReconcileAction.KEEP_BOTH and not kept.target_ids
 
 
