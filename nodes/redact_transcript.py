@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from agent.messages import text_of
@@ -36,15 +36,21 @@ def _strings(value: Any) -> list[str]:
 _MEMORY_ID = re.compile(r'"memory_id":\s*"([^"]+)"')
 
 
-def _memory_ids(state: State, turn: list[AnyMessage]) -> frozenset[str]:
-    """Ids of memories the turn's tools named: they look like hex keys but are Memora's own."""
+def _own_ids(state: State, turn: list[AnyMessage]) -> frozenset[str]:
+    """Ids the turn's tools carry: memory ids look like hex keys and a provider's tool-call
+    ids ("call_iK2ZWeqh…") like random tokens, but they are plumbing, and a call id cut from
+    the model's message no longer matches its tool's answer, which the provider then refuses."""
     ids = set(state.used_memory_ids) | {action.memory_id for action in state.forget_actions()}
     for message in turn:
         for text in _strings(_parts(message)):
             ids.update(_MEMORY_ID.findall(text))
         if isinstance(message, AIMessage):
             ids.update(str(call["args"].get("memory_id", "")) for call in message.tool_calls)
-    return frozenset(memory_id for memory_id in ids if memory_id)
+            calls = [*message.tool_calls, *message.invalid_tool_calls]
+            ids.update(str(call.get("id") or "") for call in calls)
+        if isinstance(message, ToolMessage):
+            ids.add(message.tool_call_id)
+    return frozenset(own_id for own_id in ids if own_id)
 
 
 def _parts(message: AnyMessage) -> dict[str, Any]:
@@ -108,7 +114,7 @@ def _redacted_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if not settings(runtime).redact_transcripts:
         return {}
     turn = state.messages[current_turn_start(state.messages) :]
-    keep = _memory_ids(state, turn)
+    keep = _own_ids(state, turn)
     # Values found anywhere in the turn are cut wherever they are echoed.
     found = sorted(
         {

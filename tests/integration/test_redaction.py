@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from graph.checkpointed import open_agent
 from memora.api import Memora
 from memora.config import load_settings
 from memora.redaction import MARK, RedactingFilter, redact
+from memora.write.policy import is_sensitive
 from nodes.state import Context
 from tests.integration.test_forgetting import files_containing
 from tests.integration.test_stop_reasons import ScriptedChatModel, _answer, _call
@@ -22,11 +23,13 @@ AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 MESSAGE = f"請記住，我的驗證碼是 {CODE}。另外我的 AWS key 是 {AWS_KEY}"
 
 
-def _turns(monkeypatch: pytest.MonkeyPatch, root: Path, **settings: Any) -> ScriptedChatModel:
+def _turns(
+    monkeypatch: pytest.MonkeyPatch, root: Path, call_id: str = "r1", **settings: Any
+) -> ScriptedChatModel:
     remember = _call(
         "remember_memory",
         {"content": f"驗證碼是 {CODE}", "memory_type": "semantic", "reason": "explicit_request"},
-        "r1",
+        call_id,
     )
     model = ScriptedChatModel(
         script=[remember, _answer(f"I cannot keep {CODE}."), _answer("Hello again.")]
@@ -55,6 +58,20 @@ def test_a_secret_leaves_no_trace_in_the_stored_thread(
     # The next turn's model call never saw the secret again.
     later = " ".join(str(m.content) for m in model.seen[-1])
     assert CODE not in later and AWS_KEY not in later and MARK in later
+
+
+def test_a_tool_call_id_that_looks_like_a_key_still_matches_its_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A provider's call id: random letters and digits, which the detectors read as a key.
+    call_id = "call_iK2ZWeqhFWCEPyYngFb51yBM"
+    assert is_sensitive(call_id)
+    model = _turns(monkeypatch, tmp_path / "data", call_id=call_id)
+    messages = model.__dict__["state"]["messages"]
+    assert MARK in str(messages[0].content)  # the turn was redacted
+    calls = [call["id"] for m in messages if isinstance(m, AIMessage) for call in m.tool_calls]
+    answers = [m.tool_call_id for m in messages if isinstance(m, ToolMessage)]
+    assert calls == answers == [call_id]
 
 
 def test_redaction_can_be_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
