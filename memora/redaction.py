@@ -67,7 +67,8 @@ def redact(
         if value.strip()
         for match in re.finditer(_echo_pattern(value), text)
     ]
-    judged = secret_value_spans(text, judge) if judge is not None and text else []
+    # A kept value (an id) is never cut, so the decisions are not asked to read it.
+    judged = secret_value_spans(text, judge) if judge and text and text not in keep else []
     if not text or (not echoes and not judged and not is_sensitive(text)):
         return Redacted(text, 0)
     spans = sensitive_spans(text) if is_sensitive(text) else []

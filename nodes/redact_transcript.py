@@ -39,7 +39,7 @@ _MEMORY_ID = re.compile(r'"memory_id":\s*"([^"]+)"')
 def _own_ids(state: State, turn: list[AnyMessage]) -> frozenset[str]:
     """Ids the turn's tools carry: memory ids look like hex keys and a provider's tool-call
     ids ("call_iK2ZWeqh…") like random tokens, but they are plumbing, and a call id cut from
-    the model's message no longer matches its tool's answer, which the provider then refuses."""
+    the model's message no longer matches its tool's answer in the stored thread."""
     ids = set(state.used_memory_ids) | {action.memory_id for action in state.forget_actions()}
     for message in turn:
         for text in _strings(_parts(message)):
