@@ -119,6 +119,12 @@ def weights_path(decision: str, encoder_slug: str) -> Path:
     return WEIGHTS_DIR / f"{decision}.{encoder_slug}.npz"
 
 
+CHASED_MIN_CHARS = 4
+"""Fewest characters of a possible value chased from a sentence cut whole: shorter words the
+span decision reads at :attr:`Judgement.SECRET_CHASE` are as often a language's own ("la",
+"il", "mon"), and would be cut from every reply of the turn. Numbers are chased at any length."""
+
+
 @dataclass(frozen=True)
 class _SpanReading:
     """What the span decision makes of a sentence (or a pair of them) that holds a secret."""
@@ -129,6 +135,8 @@ class _SpanReading:
     """The spans the span decision reads as values on their own (not only as the likeliest)."""
     numbers: list[tuple[int, int]]
     """Every number, in digits or in words."""
+    possible: list[tuple[int, int]]
+    """The spans of at least :attr:`Judgement.SECRET_CHASE` and :data:`CHASED_MIN_CHARS`."""
 
 
 class Judgement:
@@ -163,6 +171,12 @@ class Judgement:
     0.3 instead of 0.5 found 97.6% of secret texts instead of 96.1%, for 88 clear texts of 3,122
     flagged instead of 48; on the development set ``secrets_dev3`` one secret fewer was stored
     (2 of 180) for two more clear texts refused (30 of 120)."""
+    SECRET_CHASE = 0.05
+    """Span probability from which a word of a sentence cut whole (no span read as a value) is
+    chased through the rest of the turn, where the model may repeat it. Of the 37 sentences
+    the development sets ``secrets_dev3`` and ``secrets_dev4`` cut whole, the 22 values in
+    them were among the words chased at 0.02 / 0.05 / 0.1 for 22 / 20 / 16, with 96 / 70 / 52
+    words chased in all (before :data:`CHASED_MIN_CHARS`)."""
     SECRET_SPAN = 0.3
     """Span probability above which a value is cut from a transcript, beside each flagged
     sentence's likeliest span. On the corpora's held-out split, 0.3 instead of 0.5 cut every
@@ -335,7 +349,8 @@ class Judgement:
         of its :meth:`secret_sentences`, at least the likeliest one, and every number; where the
         span decision reads no value in a flagged sentence, the values it reads in the next
         sentence (unless that one is flagged itself) read with it, or, where it reads none
-        there either, that whole sentence (and its numbers inside it)."""
+        there either, that whole sentence (and inside it, to be chased through the turn, its
+        numbers and the words it reads as possible values)."""
         found: set[tuple[int, int]] = set()
         flagged = self.secret_sentences(text)
         sentences = self.sentences(text)
@@ -362,10 +377,11 @@ class Judgement:
                 # answer): the sentence goes whole, as where it offers no candidate at all.
                 # Its numbers are kept as spans too (inside the whole one, they cut nothing
                 # more here) so that a turn chases them: the model words the sentence its own
-                # way but repeats the code. Its likeliest word is not: where that is not the
-                # value, it may be "the", cut from every reply of the turn.
+                # way but repeats the code. So are the words the span decision reads as
+                # possible values ("goldfish" 0.11, "Bubbles" 0.11): its likeliest word alone
+                # may be "the", cut from every reply of the turn.
                 found.add((match.start(), match.end()))
-                found.update(reading.numbers)
+                found.update(reading.numbers + reading.possible)
         return sorted(found)
 
     def value_spans(self, sentence: str, offset: int = 0) -> list[tuple[int, int]]:
@@ -378,7 +394,8 @@ class Judgement:
         assert self.span_model is not None
         spans = candidate_spans(sentence)
         if not spans:
-            return _SpanReading(cut=[(offset, offset + len(sentence))], values=[], numbers=[])
+            whole = (offset, offset + len(sentence))
+            return _SpanReading(cut=[whole], values=[], numbers=[], possible=[])
         rows = np.stack([span_features(sentence, span) for span in spans])
         probs = self.span_model.probabilities(rows)[:, 1]
         confident = {i for i, p in enumerate(probs) if p >= self.SECRET_SPAN}
@@ -389,10 +406,16 @@ class Judgement:
         def located(chosen: set[int]) -> list[tuple[int, int]]:
             return [(offset + spans[i].start, offset + spans[i].end) for i in sorted(chosen)]
 
+        possible = {
+            i
+            for i, p in enumerate(probs)
+            if p >= self.SECRET_CHASE and spans[i].end - spans[i].start >= CHASED_MIN_CHARS
+        }
         return _SpanReading(
             cut=located({int(probs.argmax())} | confident | numbers),
             values=located(confident),
             numbers=located(numbers),
+            possible=located(possible),
         )
 
 

@@ -203,33 +203,32 @@ def test_a_short_secret_the_model_repeats_in_its_reply_leaves_no_trace(
 
 
 @pytest.mark.parametrize(
-    ("code", "message", "reply"),
+    ("code", "message", "reply", "rest"),
     [
         (
             "zes een vier negen",
             "De kluis in het hotel gaat open met zes een vier negen, maar het lampje blijft rood.",
             "Genoteerd: zes een vier negen. Probeer de batterij te vervangen.",
+            "Probeer de batterij te vervangen.",
         ),
-        pytest.param(
+        (
             "Bubbles",
             "The security answer for my old mail account is my first goldfish, Bubbles.",
             "Bubbles is a lovely name for a goldfish!",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="known gap: the span decision ranks 'goldfish' over the one-word answer "
-                "in a sentence it cuts whole, so the reply's echo of the answer is not chased",
-            ),
+            " is a lovely name for a ",
         ),
     ],
     ids=["a spelled code", "a one-word answer"],
 )
 def test_a_value_of_a_sentence_cut_whole_is_chased_into_the_reply(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str, message: str, reply: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str, message: str, reply: str, rest: str
 ) -> None:
     model = ScriptedChatModel(script=[_answer(reply), _answer("Hi.")])
     root = tmp_path / "data"
     kept = _two_turns(root, monkeypatch, model, message)
     assert code not in kept[0] and code not in kept[1]
+    # Only the values are chased: the rest of the reply stays.
+    assert rest in kept[1]
     assert files_containing(root, [code.encode()]) == []
 
 

@@ -234,6 +234,9 @@ def test_a_flagged_sentence_whose_value_the_span_decision_cannot_place_is_cut_wh
     [flagged] = judge.secret_sentences(sentence)
     assert judge._value_spans(flagged.group(0), 0).values == []
     assert _cut(judge, sentence + " Can you help me reset it?") == "# Can you help me reset it?"
+    # Its possible values are handed on to be chased where the model repeats them.
+    chased = {sentence[a:b] for a, b in judge.secret_value_spans(sentence)}
+    assert {"Bubbles", "goldfish"} <= chased and "my" not in chased
 
 
 def test_the_secret_reading_is_the_likeliest_of_the_text_its_sentences_and_pairs() -> None:
@@ -252,7 +255,15 @@ def test_the_secret_reading_is_the_likeliest_of_the_text_its_sentences_and_pairs
 
 
 def _cut(judge: Judgement, text: str) -> str:
-    for start, end in sorted(judge.secret_value_spans(text), reverse=True):
+    """``text`` with each cut replaced by "#": spans inside another (the values of a sentence
+    cut whole, kept to be chased) cut nothing more."""
+    merged: list[list[int]] = []
+    for start, end in sorted(judge.secret_value_spans(text)):
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    for start, end in reversed(merged):
         text = text[:start] + "#" + text[end:]
     return text
 
