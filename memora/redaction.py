@@ -88,12 +88,7 @@ def redact(
     ]
     if not spans:
         return Redacted(text, 0) if _only_kept(text, keep) else Redacted(WHOLE, 1)
-    merged: list[list[int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
+    merged = merged_spans(spans)
     pieces, cursor = [], 0
     for start, end in merged:
         pieces += [text[cursor:start], MARK]
@@ -104,6 +99,18 @@ def redact(
     if holds_secret_shaped_value(_without(redacted, keep)):
         return Redacted(WHOLE, len(merged))
     return Redacted(redacted, len(merged))
+
+
+def merged_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` in order, each run of overlapping or touching spans made one: a value inside
+    a sentence cut whole, or two cuts side by side, leave one mark."""
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(start, end) for start, end in merged]
 
 
 def redact_tree(

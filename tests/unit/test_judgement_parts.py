@@ -22,6 +22,7 @@ from memora.judgement.linear import (
 )
 from memora.judgement.spans import candidate_spans, span_features, spelled_as_digits
 from memora.judgement.train import VETO_NOTE, Report, model_kind
+from memora.redaction import merged_spans
 
 
 def _toy(rows: int = 300) -> tuple[np.ndarray, np.ndarray]:
@@ -257,13 +258,7 @@ def test_the_secret_reading_is_the_likeliest_of_the_text_its_sentences_and_pairs
 def _cut(judge: Judgement, text: str) -> str:
     """``text`` with each cut replaced by "#": spans inside another (the values of a sentence
     cut whole, kept to be chased) cut nothing more."""
-    merged: list[list[int]] = []
-    for start, end in sorted(judge.secret_value_spans(text)):
-        if merged and start < merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    for start, end in reversed(merged):
+    for start, end in reversed(merged_spans(judge.secret_value_spans(text))):
         text = text[:start] + "#" + text[end:]
     return text
 
