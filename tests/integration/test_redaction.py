@@ -164,3 +164,46 @@ def test_log_redaction_leaves_the_stores_file_names_readable() -> None:
     )
     RedactingFilter().filter(record)
     assert record.getMessage() == f"ignoring {name}; key {MARK}"
+
+
+def test_a_secret_that_is_part_of_a_tool_name_leaves_the_tool_calls_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A value is chased through the turn's texts, but a tool call's name, id and type are
+    plumbing: "memory" cut inside "remember_memory" would leave the thread with a call to
+    a tool that does not exist, which a provider refuses on every later turn."""
+    root = tmp_path / "data"
+    remember = _call(
+        "remember_memory",
+        {
+            "content": "The user's wifi password is memory",
+            "memory_type": "semantic",
+            "reason": "explicit_request",
+        },
+        "r1",
+    )
+    model = ScriptedChatModel(
+        script=[remember, _answer("I won't keep the password."), _answer("Hello again.")]
+    )
+    monkeypatch.setattr("nodes.call_model.get_chat_model", lambda s, choice="": model)
+    memora = Memora(load_settings(data_dir=root))
+    context = Context(user_id="alice", memora=memora)
+    config = {"configurable": {"thread_id": "t1", "user_id": "alice"}}
+    with open_agent(root) as agent:
+        agent.invoke(
+            {"messages": [HumanMessage("Remember: my wifi password is memory")]},
+            config,
+            context=context,
+        )
+        agent.invoke({"messages": [HumanMessage("Hi!")]}, config, context=context)
+        messages = agent.get_state(config).values["messages"]
+    memora.close()
+    assert messages[0].content == f"Remember: my wifi password is {MARK}"
+    calls = [call for m in messages if isinstance(m, AIMessage) for call in m.tool_calls]
+    assert [(c["name"], c["id"], c["type"]) for c in calls] == [
+        ("remember_memory", "r1", "tool_call")
+    ]
+    assert calls[0]["args"]["content"] == f"The user's wifi password is {MARK}"
+    answers = [m for m in messages if isinstance(m, ToolMessage)]
+    assert [m.tool_call_id for m in answers] == ["r1"]
+    assert all("password is memory" not in str(m.content) for m in messages)

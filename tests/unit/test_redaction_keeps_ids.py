@@ -17,3 +17,48 @@ def test_an_echo_that_cuts_into_a_kept_id_leaves_the_id_whole() -> None:
 
 def test_a_detected_value_inside_a_kept_id_is_not_chased() -> None:
     assert sensitive_values(f"id {MEMORY_ID}", frozenset({MEMORY_ID})) == []
+
+
+def test_a_value_inside_a_tool_name_leaves_every_copy_of_the_call_whole() -> None:
+    from langchain_core.messages import AIMessage
+
+    from nodes.redact_transcript import _redacted_message
+
+    arguments = '{"content": "wifi password is memory"}'
+    message = AIMessage(
+        content="Saving: wifi password is memory",
+        tool_calls=[
+            {"name": "remember_memory", "args": {"content": "wifi password is memory"}, "id": "c1"}
+        ],
+        invalid_tool_calls=[
+            {"name": "search_memory", "args": "{memory", "id": "c2", "error": "bad memory"}
+        ],
+        additional_kwargs={
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "remember_memory", "arguments": arguments},
+                }
+            ],
+            "function_call": {"name": "search_memory", "arguments": arguments},
+        },
+    )
+    cleaned = _redacted_message(message, ["memory"], frozenset(), None)
+    assert cleaned is not None and cleaned.id == message.id
+    assert cleaned.content == f"Saving: wifi password is {MARK}"
+    [call] = cleaned.tool_calls
+    assert (call["name"], call["id"], call["type"]) == ("remember_memory", "c1", "tool_call")
+    assert call["args"] == {"content": f"wifi password is {MARK}"}
+    [invalid] = cleaned.invalid_tool_calls
+    assert (invalid["name"], invalid["id"]) == ("search_memory", "c2")
+    assert invalid["args"] == "{" + MARK and invalid["error"] == f"bad {MARK}"
+    [raw] = cleaned.additional_kwargs["tool_calls"]
+    assert (raw["id"], raw["type"], raw["function"]["name"]) == (
+        "c1",
+        "function",
+        "remember_memory",
+    )
+    assert 'memory"' not in raw["function"]["arguments"] and MARK in raw["function"]["arguments"]
+    legacy = cleaned.additional_kwargs["function_call"]
+    assert legacy["name"] == "search_memory" and MARK in legacy["arguments"]
