@@ -35,7 +35,7 @@ from memora.errors import MemoraError
 from memora.identity import VERIFIED_PERMISSION, TokenVerifier
 from memora.integrations import DEFAULT_NAMESPACE
 from memora.judgement import trained_judgement
-from memora.redaction import redact_tree
+from memora.redaction import PLUMBING, redact_tree
 
 logger = logging.getLogger("memora.auth")
 
@@ -155,9 +155,11 @@ def _redact_run(value: Any, owner: str | None) -> None:
     judge = trained_judgement(_settings.judgement)
     keep = _own_memory_ids(sent, _run_user(kwargs, owner))
     if "input" in kwargs:
-        kwargs["input"], _ = redact_tree(kwargs["input"], keep=keep, judge=judge)
+        kwargs["input"], _ = redact_tree(kwargs["input"], keep=keep, judge=judge, fixed=PLUMBING)
     if command:
-        command["resume"], _ = redact_tree(command["resume"], keep=keep, judge=judge)
+        command["resume"], _ = redact_tree(
+            command["resume"], keep=keep, judge=judge, fixed=PLUMBING
+        )
 
 
 @auth.on

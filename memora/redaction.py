@@ -37,6 +37,13 @@ MIN_ECHO_CHARS = 4
 ("Got it, 381"): inside other words and numbers they would match by chance."""
 
 
+PLUMBING = frozenset({"type", "id", "name", "index", "call_id", "tool_call_id", "signature"})
+"""Keys whose strings name or link a part of a chat message and are never cut (pass them to
+:func:`redact_tree` as ``fixed``): a value cut inside "remember_memory" would leave a thread a
+call to a tool that does not exist, and a cut block type or call id a message a provider
+refuses on every later turn."""
+
+
 def sensitive_values(text: str, keep: frozenset[str] = frozenset()) -> list[str]:
     """The sensitive values the detectors find in ``text`` (for chasing echoes of them)."""
     spans = sensitive_spans(text) if text and is_sensitive(text) else []
@@ -118,17 +125,24 @@ def redact_tree(
     also: list[str] | None = None,
     keep: frozenset[str] = frozenset(),
     judge: Judgement | None = None,
+    fixed: frozenset[str] = frozenset(),
 ) -> tuple[Any, int]:
     """``value`` (strings in any nesting of dicts and lists) with every string redacted
-    as :func:`redact` does, and how many values were cut; other values stay as they are."""
+    as :func:`redact` does, and how many values were cut; other values stay as they are,
+    and so do the strings of dict keys in ``fixed`` (a tool call's name, a block's type)."""
     if isinstance(value, str):
         cleaned = redact(value, also=also, keep=keep, judge=judge)
         return cleaned.text, cleaned.redactions
     if isinstance(value, dict):
-        pairs = {key: redact_tree(item, also, keep, judge) for key, item in value.items()}
+        pairs = {
+            key: (item, 0)
+            if key in fixed and isinstance(item, str)
+            else redact_tree(item, also, keep, judge, fixed)
+            for key, item in value.items()
+        }
         return {key: item for key, (item, _) in pairs.items()}, sum(n for _, n in pairs.values())
     if isinstance(value, list):
-        items = [redact_tree(item, also, keep, judge) for item in value]
+        items = [redact_tree(item, also, keep, judge, fixed) for item in value]
         return [item for item, _ in items], sum(n for _, n in items)
     return value, 0
 

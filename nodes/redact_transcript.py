@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 
 from agent.messages import text_of
 from memora.judgement import Judgement
-from memora.redaction import redact, redact_tree, sensitive_values
+from memora.redaction import PLUMBING, redact, redact_tree, sensitive_values
 from memora.write.policy import located_secret_spans
 from nodes.common import current_turn_start, library, settings
 from nodes.state import Context, State
@@ -27,7 +27,9 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [text for item in value.values() for text in _strings(item)]
+        return [
+            text for key, item in value.items() if key not in PLUMBING for text in _strings(item)
+        ]
     if isinstance(value, list):
         return [text for item in value for text in _strings(item)]
     return []
@@ -54,74 +56,15 @@ def _own_ids(state: State, turn: list[AnyMessage]) -> frozenset[str]:
 
 
 def _parts(message: AnyMessage) -> dict[str, Any]:
-    """The fields of a message that can carry text. A tool call's name, id and type are
-    plumbing and stay out: a value cut inside "remember_memory" would leave the thread a
-    call to a tool that does not exist, which a provider refuses on every later turn."""
+    """The fields of a message that can carry text."""
     parts: dict[str, Any] = {
         "content": message.content,
-        "additional_kwargs": {
-            key: _call_texts(value) if key in _RAW_CALLS else value
-            for key, value in message.additional_kwargs.items()
-        },
+        "additional_kwargs": dict(message.additional_kwargs),
     }
     if isinstance(message, AIMessage):
-        parts["tool_calls"] = [call["args"] for call in message.tool_calls]
-        parts["invalid_tool_calls"] = [
-            {"args": call.get("args"), "error": call.get("error")}
-            for call in message.invalid_tool_calls
-        ]
+        parts["tool_calls"] = [dict(call) for call in message.tool_calls]
+        parts["invalid_tool_calls"] = [dict(call) for call in message.invalid_tool_calls]
     return parts
-
-
-_RAW_CALLS = ("tool_calls", "function_call")
-"""Keys under which a provider's own copy of the calls may sit in ``additional_kwargs``."""
-
-
-def _call_texts(raw: Any) -> Any:
-    """The arguments of a provider's raw call (or list of calls), its only text."""
-    if isinstance(raw, list):
-        return [_call_texts(call) for call in raw]
-    if isinstance(raw, dict):
-        function = raw.get("function", raw)
-        return function.get("arguments") if isinstance(function, dict) else None
-    return None
-
-
-def _with_call_texts(raw: Any, texts: Any) -> Any:
-    """``raw`` with its arguments replaced by ``texts`` (as :func:`_call_texts` gave them)."""
-    if isinstance(raw, list):
-        return [_with_call_texts(call, text) for call, text in zip(raw, texts, strict=True)]
-    if not isinstance(raw, dict) or texts is None:
-        return raw
-    if isinstance(raw.get("function"), dict):
-        return {**raw, "function": {**raw["function"], "arguments": texts}}
-    return {**raw, "arguments": texts}
-
-
-def _rebuilt(message: AnyMessage, parts: dict[str, Any]) -> dict[str, Any]:
-    """The update that puts redacted ``parts`` back into ``message``'s fields."""
-    kwargs = parts["additional_kwargs"]
-    update: dict[str, Any] = {
-        "content": parts["content"],
-        "additional_kwargs": {
-            key: _with_call_texts(message.additional_kwargs[key], value)
-            if key in _RAW_CALLS
-            else value
-            for key, value in kwargs.items()
-        },
-    }
-    if isinstance(message, AIMessage):
-        update["tool_calls"] = [
-            {**call, "args": args}
-            for call, args in zip(message.tool_calls, parts["tool_calls"], strict=True)
-        ]
-        update["invalid_tool_calls"] = [
-            {**call, **texts}
-            for call, texts in zip(
-                message.invalid_tool_calls, parts["invalid_tool_calls"], strict=True
-            )
-        ]
-    return update
 
 
 def _redacted_message(
@@ -137,14 +80,14 @@ def _redacted_message(
     """
     parts = _parts(message)
     if isinstance(message, HumanMessage):
-        redacted, cut = redact_tree(parts, found, keep, judge=judge)
+        update, cut = redact_tree(parts, found, keep, judge=judge, fixed=PLUMBING)
     elif isinstance(message, AIMessage):
-        prose, prose_cut = redact_tree(parts.pop("content"), found, keep)
-        calls, calls_cut = redact_tree(parts, found, keep, judge=judge)
-        redacted, cut = {"content": prose, **calls}, prose_cut + calls_cut
+        prose, prose_cut = redact_tree(parts.pop("content"), found, keep, fixed=PLUMBING)
+        calls, calls_cut = redact_tree(parts, found, keep, judge=judge, fixed=PLUMBING)
+        update, cut = {"content": prose, **calls}, prose_cut + calls_cut
     else:
-        redacted, cut = redact_tree(parts, found, keep)
-    return message.model_copy(update=_rebuilt(message, redacted)) if cut else None
+        update, cut = redact_tree(parts, found, keep, fixed=PLUMBING)
+    return message.model_copy(update=update) if cut else None
 
 
 def _judged_values(

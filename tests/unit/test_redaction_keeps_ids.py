@@ -62,3 +62,35 @@ def test_a_value_inside_a_tool_name_leaves_every_copy_of_the_call_whole() -> Non
     assert 'memory"' not in raw["function"]["arguments"] and MARK in raw["function"]["arguments"]
     legacy = cleaned.additional_kwargs["function_call"]
     assert legacy["name"] == "search_memory" and MARK in legacy["arguments"]
+
+
+def test_a_value_equal_to_a_content_blocks_type_leaves_the_block_whole() -> None:
+    from langchain_core.messages import HumanMessage
+
+    from nodes.redact_transcript import _redacted_message
+
+    message = HumanMessage(content=[{"type": "text", "text": "the wifi password is text"}])
+    cleaned = _redacted_message(message, ["text"], frozenset(), None)
+    assert cleaned is not None
+    assert cleaned.content == [{"type": "text", "text": f"the wifi password is {MARK}"}]
+
+
+def test_a_run_input_keeps_its_call_ids_while_its_secrets_are_cut() -> None:
+    from graph.auth import _redact_run
+
+    call_id = "call_iK2ZWeqhFWCEPyYngFb51yBM"  # random letters and digits: read as a key
+    assert redact(call_id).text == MARK
+    messages = [
+        {"type": "human", "content": "my PIN is 482913", "id": "m1"},
+        {
+            "type": "ai",
+            "content": "",
+            "tool_calls": [{"name": "search_memory", "args": {"query": "PIN"}, "id": call_id}],
+        },
+        {"type": "tool", "content": "no results", "tool_call_id": call_id, "name": "search_memory"},
+    ]
+    run = {"kwargs": {"input": {"messages": messages}}}
+    _redact_run(run, "alice")
+    human, ai, tool = run["kwargs"]["input"]["messages"]
+    assert human["content"] == f"my PIN is {MARK}" and human["id"] == "m1"
+    assert ai["tool_calls"][0]["id"] == tool["tool_call_id"] == call_id
