@@ -37,19 +37,40 @@ MIN_ECHO_CHARS = 4
 ("Got it, 381"): inside other words and numbers they would match by chance."""
 
 
-PLUMBING = frozenset({"type", "id", "name", "index", "call_id", "tool_call_id", "signature"})
-"""Keys whose strings name or link a part of a chat message and are never cut (pass them to
-:func:`redact_tree` as ``fixed``): a value cut inside "remember_memory" would leave a thread a
-call to a tool that does not exist, and a cut block type or call id a message a provider
-refuses on every later turn."""
+PLUMBING = frozenset(
+    {"type", "id", "name", "index", "call_id", "tool_call_id", "signature"}
+    | {"url", "image_url", "base64", "data", "file_data", "input_audio", "encrypted_content"}
+)
+"""Keys whose values name, link or encode a part of a chat message and are never cut (pass
+them to :func:`redact_tree` as ``fixed``): a value cut inside "remember_memory" would leave a
+thread a call to a tool that does not exist, and a cut block type, call id, image or encrypted
+reasoning a message a provider refuses on every later turn (base64 reads as a key)."""
+
+
+def values_outside_kept(text: str, spans: list[tuple[int, int]], keep: frozenset[str]) -> set[str]:
+    """The values of ``text`` at ``spans``, but for those that lie in a kept value (an id):
+    a value that merely also occurs inside an id ("381" in "call_Zq381tY") is still a value."""
+    kept = _kept_spans(text, keep)
+    return {
+        text[start:end]
+        for start, end in spans
+        if not any(start < stop and begin < end for begin, stop in kept)
+    }
+
+
+def _kept_spans(text: str, keep: frozenset[str]) -> list[tuple[int, int]]:
+    return [
+        (match.start(), match.end())
+        for value in keep
+        if value
+        for match in re.finditer(re.escape(value), text)
+    ]
 
 
 def sensitive_values(text: str, keep: frozenset[str] = frozenset()) -> list[str]:
     """The sensitive values the detectors find in ``text`` (for chasing echoes of them)."""
     spans = sensitive_spans(text) if text and is_sensitive(text) else []
-    values = {text[start:end] for start, end in spans or []}
-    values = {value for value in values if not any(value in kept for kept in keep)}
-    return sorted(values, key=len, reverse=True)
+    return sorted(values_outside_kept(text, spans or [], keep), key=len, reverse=True)
 
 
 def redact(
@@ -81,12 +102,7 @@ def redact(
     spans = sensitive_spans(text) if is_sensitive(text) else []
     if spans is None:
         return Redacted(WHOLE, 1)
-    kept = [
-        (match.start(), match.end())
-        for value in keep
-        if value
-        for match in re.finditer(re.escape(value), text)
-    ]
+    kept = _kept_spans(text, keep)
     # A kept value stays whole: a span that cuts into it (half an id read as a code) is dropped.
     spans = [
         span
@@ -129,15 +145,13 @@ def redact_tree(
 ) -> tuple[Any, int]:
     """``value`` (strings in any nesting of dicts and lists) with every string redacted
     as :func:`redact` does, and how many values were cut; other values stay as they are,
-    and so do the strings of dict keys in ``fixed`` (a tool call's name, a block's type)."""
+    and so does whatever a dict holds under a key in ``fixed`` (a tool call's name, an image)."""
     if isinstance(value, str):
         cleaned = redact(value, also=also, keep=keep, judge=judge)
         return cleaned.text, cleaned.redactions
     if isinstance(value, dict):
         pairs = {
-            key: (item, 0)
-            if key in fixed and isinstance(item, str)
-            else redact_tree(item, also, keep, judge, fixed)
+            key: (item, 0) if key in fixed else redact_tree(item, also, keep, judge, fixed)
             for key, item in value.items()
         }
         return {key: item for key, (item, _) in pairs.items()}, sum(n for _, n in pairs.values())

@@ -17,7 +17,13 @@ from langgraph.runtime import Runtime
 
 from agent.messages import text_of
 from memora.judgement import Judgement
-from memora.redaction import PLUMBING, redact, redact_tree, sensitive_values
+from memora.redaction import (
+    PLUMBING,
+    redact,
+    redact_tree,
+    sensitive_values,
+    values_outside_kept,
+)
 from memora.write.policy import located_secret_spans
 from nodes.common import current_turn_start, library, settings
 from nodes.state import Context, State
@@ -97,12 +103,12 @@ def _judged_values(
     judge = library(runtime).judge
     if judge is None:
         return set()
-    values = set()
+    values: set[str] = set()
     for message in turn:
         if isinstance(message, HumanMessage):
             text = text_of(message)
-            values |= {text[start:end] for start, end in located_secret_spans(text, judge)}
-    return {value for value in values if value.strip() and not any(value in kept for kept in keep)}
+            values |= values_outside_kept(text, located_secret_spans(text, judge), keep)
+    return {value for value in values if value.strip()}
 
 
 def redact_transcript(state: State, runtime: Runtime[Context]) -> dict[str, Any]:

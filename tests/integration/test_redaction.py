@@ -207,3 +207,21 @@ def test_a_secret_that_is_part_of_a_tool_name_leaves_the_tool_calls_whole(
     answers = [m for m in messages if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in answers] == ["r1"]
     assert all("password is memory" not in str(m.content) for m in messages)
+
+
+def test_a_secret_that_also_occurs_inside_a_call_id_is_still_chased(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ids are kept whole, but a value that only also occurs inside one is still a value:
+    the model's echo of it is cut, and the id stays as it was."""
+    call_id = f"call_Zq{CODE}tY"
+    model = _turns(monkeypatch, tmp_path / "data", call_id=call_id)
+    messages = model.__dict__["state"]["messages"]
+    assert messages[0].content == f"請記住，我的驗證碼是 {MARK}。另外我的 AWS key 是 {MARK}"
+    replies = [m.content for m in messages if isinstance(m, AIMessage) and m.content]
+    assert replies[0] == f"I cannot keep {MARK}."
+    calls = [call["id"] for m in messages if isinstance(m, AIMessage) for call in m.tool_calls]
+    answers = [m.tool_call_id for m in messages if isinstance(m, ToolMessage)]
+    assert calls == answers == [call_id]
+    later = " ".join(str(m.content) for m in model.seen[-1])
+    assert CODE not in later

@@ -94,3 +94,22 @@ def test_a_run_input_keeps_its_call_ids_while_its_secrets_are_cut() -> None:
     human, ai, tool = run["kwargs"]["input"]["messages"]
     assert human["content"] == f"my PIN is {MARK}" and human["id"] == "m1"
     assert ai["tool_calls"][0]["id"] == tool["tool_call_id"] == call_id
+
+
+def test_an_image_block_stays_whole_while_the_text_beside_it_is_cut() -> None:
+    import base64
+    import random
+
+    from langchain_core.messages import HumanMessage
+
+    from nodes.redact_transcript import _redacted_message
+
+    # Random bytes in base64 read as a high-entropy key to the detectors.
+    payload = base64.b64encode(random.Random(7).randbytes(600)).decode()
+    url = f"data:image/png;base64,{payload}"
+    assert redact(url).text != url
+    image = {"type": "image_url", "image_url": {"url": url}}
+    message = HumanMessage(content=[{"type": "text", "text": "my PIN is 482913"}, image])
+    cleaned = _redacted_message(message, ["482913"], frozenset(), None)
+    assert cleaned is not None
+    assert cleaned.content == [{"type": "text", "text": f"my PIN is {MARK}"}, image]
