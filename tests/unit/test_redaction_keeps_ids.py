@@ -113,3 +113,18 @@ def test_an_image_block_stays_whole_while_the_text_beside_it_is_cut() -> None:
     cleaned = _redacted_message(message, ["482913"], frozenset(), None)
     assert cleaned is not None
     assert cleaned.content == [{"type": "text", "text": f"my PIN is {MARK}"}, image]
+
+
+def test_a_text_whose_folded_form_is_longer_has_only_its_values_cut() -> None:
+    # "…" folds to "...", so the folded text no longer lines up with the original one;
+    # the values are placed through a character map instead of the whole text going.
+    observation = (
+        f'{{"result": [{{"memory_id": "{MEMORY_ID}", "content": "The gate code is 4821"}},'
+        ' {"content": "Likes tea… and biscuits"}]}'
+    )
+    cleaned = redact(observation, keep=frozenset({MEMORY_ID}))
+    assert MEMORY_ID in cleaned.text and "4821" not in cleaned.text
+    assert cleaned.text.endswith('"Likes tea… and biscuits"}]}')
+    assert redact("用户说……门禁密码是 660912，记住").text == f"用户说……门禁密码是 {MARK}，记住"
+    hidden = redact("password: ab\u200bc123xyz, thanks").text  # a zero-width space inside
+    assert "c123xyz" not in hidden and hidden.endswith(", thanks")

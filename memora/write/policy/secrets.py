@@ -338,22 +338,54 @@ def _find_spans(text: str) -> list[tuple[int, int]] | None:
     """The uncached work of :func:`sensitive_spans`."""
     width_folded = unicodedata.normalize("NFKC", text)
     folded = fold(text)
-    if len(width_folded) != len(text) or len(folded) != len(text):
-        return None if is_sensitive(text) else []
-    spans: list[tuple[int, int]] = [
+    if len(width_folded) == len(text) and len(folded) == len(text):
+        same = list(range(len(text) + 1))
+        return _spans_in(width_folded, same, folded, same)
+    # An ellipsis, a ligature or a zero-width space changes the length: fold character by
+    # character and map each folded character back to the one it came from.
+    width_folded, width_origin = _aligned(text, lambda char: unicodedata.normalize("NFKC", char))
+    folded, fold_origin = _aligned(text, fold)
+    spans = _spans_in(width_folded, width_origin, folded, fold_origin)
+    return spans if spans or not is_sensitive(text) else None
+
+
+def _aligned(text: str, transform: Callable[[str], str]) -> tuple[str, list[int]]:
+    """``text`` transformed character by character, and for each offset of the result (and
+    its end) the offset of ``text`` it came from."""
+    pieces, origin = [], []
+    for index, char in enumerate(text):
+        piece = transform(char)
+        pieces.append(piece)
+        origin += [index] * len(piece)
+    origin.append(len(text))
+    return "".join(pieces), origin
+
+
+def _spans_in(
+    width_folded: str, width_origin: list[int], folded: str, fold_origin: list[int]
+) -> list[tuple[int, int]]:
+    """The detectors' spans, found in the folded forms and placed in the original text
+    through each form's ``origin`` (see :func:`_aligned`)."""
+    found: list[tuple[int, int]] = [
         (m.start(), m.end())
         for _, value in detect_secrets_hits(width_folded)
         if value
         for m in re.finditer(re.escape(value), width_folded)
     ]
-    spans += card_spans(width_folded)
-    spans += [span for _, span in national_id_matches(width_folded)]
-    spans += [m.span() for m in _URL_CREDENTIALS_RE.finditer(width_folded)]
+    found += card_spans(width_folded)
+    found += [span for _, span in national_id_matches(width_folded)]
+    found += [m.span() for m in _URL_CREDENTIALS_RE.finditer(width_folded)]
+    spans = [(width_origin[start], _origin_end(width_origin, end)) for start, end in found]
     for _, pattern in keyword_rules():
         for match in pattern.finditer(folded):
             if "value" in pattern.groupindex and match.group("value"):
-                start, end = match.span("value")
                 # "是 482913。另外…": the value is the code, not the words after it.
-                leading = _SECRET_CHARS_RE.match(text, start)
-                spans.append((start, leading.end() if leading else end))
+                leading = _SECRET_CHARS_RE.match(folded, match.start("value"))
+                end = leading.end() if leading else match.end("value")
+                spans.append((fold_origin[match.start("value")], _origin_end(fold_origin, end)))
     return spans
+
+
+def _origin_end(origin: list[int], end: int) -> int:
+    """Where a span ending at folded offset ``end`` ends in the original text."""
+    return origin[end - 1] + 1 if end > 0 else 0
