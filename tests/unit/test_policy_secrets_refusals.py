@@ -150,3 +150,20 @@ def test_redaction_cuts_the_new_secret_shapes(text: str, secret: str) -> None:
     assert spans and any(text[a:b] == secret for a, b in spans)
     cleaned = redact(text)
     assert secret not in cleaned.text and MARK in cleaned.text
+
+
+@pytest.mark.parametrize(
+    ("text", "cleaned"),
+    [
+        # A value runs on through letters of any alphabet, not only ASCII ones.
+        ("my password is Müller2024", f"my password is {MARK}"),
+        ("the wifi password is café-latte-42", f"the wifi password is {MARK}"),
+        ("password: b@d)Pass", f"password: {MARK}"),
+        # It stops at a space, a wide character or the sentence's punctuation.
+        ("my password is hunter2? no wait", f"my password is {MARK}? no wait"),
+        ("請記住，我的驗證碼是 482913。另外", f"請記住，我的驗證碼是 {MARK}。另外"),
+        ("驗證碼482913另外", f"驗證碼{MARK}另外"),
+    ],
+)
+def test_the_rules_place_the_whole_value_and_only_it(text: str, cleaned: str) -> None:
+    assert redact(text).text == cleaned

@@ -313,7 +313,27 @@ def holds_secret_shaped_value(text: str) -> bool:
     return _value_rule(text) is not None
 
 
-_SECRET_CHARS_RE = re.compile(r"[A-Za-z0-9_+/=!@#$%^&*.:-]+")
+_SECRET_CHARS_RE = re.compile(r"[A-Za-z0-9_+/=!@#$%^&*.:-]")
+"""A character a value may end with; other punctuation at its end is the sentence's."""
+
+
+def _value_end(folded: str, start: int, end: int) -> int:
+    """Where a keyword rule's value starting at ``start`` ends: at the first space or wide
+    character ("是 482913。另外…": the code, not the words after it), whatever letters it holds
+    before ("Müller2024", "café-latte-42"), and without the sentence's punctuation after it
+    ("hunter2?"). A value that opens with a wide character keeps the rule's own ``end``."""
+    stop = start
+    while stop < len(folded) and not folded[stop].isspace() and not _is_wide(folded[stop]):
+        stop += 1
+    while stop > start + 1 and not (
+        folded[stop - 1].isalnum() or _SECRET_CHARS_RE.fullmatch(folded[stop - 1])
+    ):
+        stop -= 1
+    return stop if stop > start else end
+
+
+def _is_wide(char: str) -> bool:
+    return unicodedata.east_asian_width(char) in ("W", "F")
 
 
 @lru_cache(maxsize=1024)
@@ -379,9 +399,7 @@ def _spans_in(
     for _, pattern in keyword_rules():
         for match in pattern.finditer(folded):
             if "value" in pattern.groupindex and match.group("value"):
-                # "是 482913。另外…": the value is the code, not the words after it.
-                leading = _SECRET_CHARS_RE.match(folded, match.start("value"))
-                end = leading.end() if leading else match.end("value")
+                end = _value_end(folded, match.start("value"), match.end("value"))
                 spans.append((fold_origin[match.start("value")], _origin_end(fold_origin, end)))
     return spans
 
