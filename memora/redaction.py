@@ -50,20 +50,23 @@ reasoning a message a provider refuses on every later turn (base64 reads as a ke
 def values_outside_kept(text: str, spans: list[tuple[int, int]], keep: frozenset[str]) -> set[str]:
     """The values of ``text`` at ``spans``, but for those that lie in a kept value (an id):
     a value that merely also occurs inside an id ("381" in "call_Zq381tY") is still a value."""
-    kept = _kept_spans(text, keep)
-    return {
-        text[start:end]
-        for start, end in spans
-        if not any(start < stop and begin < end for begin, stop in kept)
-    }
+    return {text[start:end] for start, end in _outside_kept(text, spans, keep)}
 
 
-def _kept_spans(text: str, keep: frozenset[str]) -> list[tuple[int, int]]:
-    return [
+def _outside_kept(
+    text: str, spans: list[tuple[int, int]], keep: frozenset[str]
+) -> list[tuple[int, int]]:
+    """``spans`` but for those that cut into an occurrence of a kept value in ``text``."""
+    kept = [
         (match.start(), match.end())
         for value in keep
         if value
         for match in re.finditer(re.escape(value), text)
+    ]
+    return [
+        (start, end)
+        for start, end in spans
+        if not any(start < stop and begin < end for begin, stop in kept)
     ]
 
 
@@ -102,13 +105,8 @@ def redact(
     spans = sensitive_spans(text) if is_sensitive(text) else []
     if spans is None:
         return Redacted(WHOLE, 1)
-    kept = _kept_spans(text, keep)
     # A kept value stays whole: a span that cuts into it (half an id read as a code) is dropped.
-    spans = [
-        span
-        for span in [*spans, *echoes, *judged]
-        if not any(span[0] < end and start < span[1] for start, end in kept)
-    ]
+    spans = _outside_kept(text, [*spans, *echoes, *judged], keep)
     if not spans:
         return Redacted(text, 0) if _only_kept(text, keep) else Redacted(WHOLE, 1)
     merged = merged_spans(spans)

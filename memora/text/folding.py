@@ -100,6 +100,33 @@ def fold(text: str) -> str:
     return to_simplified(text).lower()
 
 
+def nfkc_with_origin(text: str) -> tuple[str, list[int]]:
+    """NFKC of ``text`` character by character, and for each offset of the result (and its
+    end) the offset of ``text`` it came from: "…" becomes "..." and all three point at it."""
+    chars: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(text):
+        piece = unicodedata.normalize("NFKC", char)
+        chars.append(piece)
+        origin += [index] * len(piece)
+    origin.append(len(text))
+    return "".join(chars), origin
+
+
+def fold_with_origin(text: str) -> tuple[str, list[int]]:
+    """:func:`fold` of ``text`` (NFKC character by character), and for each offset of the
+    result (and its end) the offset of ``text`` it came from, for a text whose folded form
+    has another length (an ellipsis, a ligature, a zero-width space)."""
+    width, width_origin = nfkc_with_origin(text)
+    kept = [i for i, char in enumerate(width) if unicodedata.category(char) != "Cf"]
+    visible = "".join(width[i] for i in kept)
+    origin = [width_origin[i] for i in kept]
+    folded = to_simplified(visible.translate(_QUOTES)).lower()
+    if len(folded) != len(visible):  # a character whose lower case is longer ("İ")
+        folded = "".join(to_simplified(char.translate(_QUOTES)).lower()[:1] for char in visible)
+    return folded, [*origin, len(text)]
+
+
 def strip_invisible(text: str) -> str:
     """``text`` without format characters (zero-width spaces and joiners, bidi marks)."""
     return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")

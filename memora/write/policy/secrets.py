@@ -28,7 +28,7 @@ from stdnum import iban, luhn
 from stdnum.cn import ric
 from stdnum.us import ssn
 
-from memora.text.folding import fold
+from memora.text.folding import fold, fold_with_origin, nfkc_with_origin
 from memora.write.policy.engine import load_rule_file
 
 __all__ = [
@@ -363,29 +363,17 @@ def _find_spans(text: str) -> list[tuple[int, int]] | None:
         return _spans_in(width_folded, same, folded, same)
     # An ellipsis, a ligature or a zero-width space changes the length: fold character by
     # character and map each folded character back to the one it came from.
-    width_folded, width_origin = _aligned(text, lambda char: unicodedata.normalize("NFKC", char))
-    folded, fold_origin = _aligned(text, fold)
+    width_folded, width_origin = nfkc_with_origin(text)
+    folded, fold_origin = fold_with_origin(text)
     spans = _spans_in(width_folded, width_origin, folded, fold_origin)
     return spans if spans or not is_sensitive(text) else None
-
-
-def _aligned(text: str, transform: Callable[[str], str]) -> tuple[str, list[int]]:
-    """``text`` transformed character by character, and for each offset of the result (and
-    its end) the offset of ``text`` it came from."""
-    pieces, origin = [], []
-    for index, char in enumerate(text):
-        piece = transform(char)
-        pieces.append(piece)
-        origin += [index] * len(piece)
-    origin.append(len(text))
-    return "".join(pieces), origin
 
 
 def _spans_in(
     width_folded: str, width_origin: list[int], folded: str, fold_origin: list[int]
 ) -> list[tuple[int, int]]:
     """The detectors' spans, found in the folded forms and placed in the original text
-    through each form's ``origin`` (see :func:`_aligned`)."""
+    through each form's ``origin`` (see :func:`~memora.text.folding.fold_with_origin`)."""
     found: list[tuple[int, int]] = [
         (m.start(), m.end())
         for _, value in detect_secrets_hits(width_folded)
