@@ -207,6 +207,7 @@ def test_a_secret_that_is_part_of_a_tool_name_leaves_the_tool_calls_whole(
     answers = [m for m in messages if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in answers] == ["r1"]
     assert all("password is memory" not in str(m.content) for m in messages)
+    assert files_containing(root, [b"password is memory"]) == []
 
 
 def test_a_secret_that_also_occurs_inside_a_call_id_is_still_chased(
@@ -215,7 +216,8 @@ def test_a_secret_that_also_occurs_inside_a_call_id_is_still_chased(
     """Ids are kept whole, but a value that only also occurs inside one is still a value:
     the model's echo of it is cut, and the id stays as it was."""
     call_id = f"call_Zq{CODE}tY"
-    model = _turns(monkeypatch, tmp_path / "data", call_id=call_id)
+    root = tmp_path / "data"
+    model = _turns(monkeypatch, root, call_id=call_id)
     messages = model.__dict__["state"]["messages"]
     assert messages[0].content == f"請記住，我的驗證碼是 {MARK}。另外我的 AWS key 是 {MARK}"
     replies = [m.content for m in messages if isinstance(m, AIMessage) and m.content]
@@ -225,3 +227,4 @@ def test_a_secret_that_also_occurs_inside_a_call_id_is_still_chased(
     assert calls == answers == [call_id]
     later = " ".join(str(m.content) for m in model.seen[-1])
     assert CODE not in later
+    assert files_containing(root, [f"keep {CODE}".encode(), f"是 {CODE}".encode()]) == []
