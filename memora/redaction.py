@@ -8,6 +8,7 @@ what is kept never holds a value a detector would find.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from dataclasses import dataclass
@@ -145,6 +146,9 @@ def redact_tree(
     as :func:`redact` does, and how many values were cut; other values stay as they are,
     and so does whatever a dict holds under a key in ``fixed`` (a tool call's name, an image)."""
     if isinstance(value, str):
+        encoded = _json_container(value)
+        if encoded is not None:
+            return _redact_json(value, encoded, also, keep, judge, fixed)
         cleaned = redact(value, also=also, keep=keep, judge=judge)
         return cleaned.text, cleaned.redactions
     if isinstance(value, dict):
@@ -157,6 +161,52 @@ def redact_tree(
         items = [redact_tree(item, also, keep, judge, fixed) for item in value]
         return [item for item, _ in items], sum(n for _, n in items)
     return value, 0
+
+
+def _json_container(text: str) -> dict[str, Any] | list[Any] | None:
+    """``text`` parsed, when it is a JSON object or array (a provider's raw copy of a tool
+    call's arguments, a tool's JSON observation); otherwise None."""
+    if text.lstrip()[:1] not in ("{", "["):
+        return None
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict | list) else None
+
+
+def _redact_json(
+    text: str,
+    parsed: dict[str, Any] | list[Any],
+    also: list[str] | None,
+    keep: frozenset[str],
+    judge: Judgement | None,
+    fixed: frozenset[str],
+) -> tuple[str, int]:
+    """A JSON text redacted string by string, so that what is left is still JSON: a cut
+    through ``\\"sunflower\\"`` or a value escaped as ``\\u85cd…`` would otherwise break
+    the document or be missed. Keys are read as text only when one holds a value."""
+    if any(isinstance(key, str) and is_sensitive(key) for key in _keys(parsed)):
+        cleaned = redact(text, also=also, keep=keep, judge=judge)
+        return cleaned.text, cleaned.redactions
+    redacted, count = redact_tree(parsed, also, keep, judge, fixed)
+    if not count:
+        return text, 0
+    compact = '":' in text and '": ' not in text
+    return json.dumps(
+        redacted,
+        ensure_ascii=text.isascii() and "\\u" in text,
+        separators=(",", ":") if compact else None,
+    ), count
+
+
+def _keys(value: Any) -> list[Any]:
+    """Every key of every object in a parsed JSON value."""
+    if isinstance(value, dict):
+        return [*value, *(key for item in value.values() for key in _keys(item))]
+    if isinstance(value, list):
+        return [key for item in value for key in _keys(item)]
+    return []
 
 
 def _echo_pattern(value: str) -> str:

@@ -34,6 +34,7 @@ from graph.checkpointed import open_agent
 from memora.api import shared_memora
 from memora.config import get_settings
 from memora.models import MemorySource, MemoryUnit
+from memora.redaction import MARK
 from tests.integration.fake_openai import (
     FakeOpenAI,
     empty,
@@ -455,3 +456,33 @@ def test_a_stored_instruction_goes_over_the_wire_only_inside_its_frame(
     # The profile in both requests' system prompts, the memory in the search result.
     assert carriers == ["system", "system", "tool"]
     _check_wire(server, requests=2)
+
+
+def test_a_quoted_secret_is_cut_whole_and_its_quotes_stay_paired(
+    server: FakeOpenAI, graph: Any
+) -> None:
+    """A quoted passphrase of several words is cut between its quotes in every message of
+    the turn (the user's, the call's arguments, the observation), and the next request
+    carries none of it."""
+    content = 'The user\'s wifi password is "sunflower field 7" (家裡密碼是「藍色月亮」)'
+    arguments = {"content": content, "memory_type": "semantic", "reason": "explicit_request"}
+    server.push(
+        tool_call("remember_memory", arguments, id="call_q"),
+        text("I won't keep that password."),
+        text("Hello again."),
+    )
+    _say(graph, 'My wifi password is "sunflower field 7" and 家裡密碼是「藍色月亮」, remember it')
+    state = _say(graph, "Hi!")
+
+    human = state["messages"][0]
+    assert human.content == f'My wifi password is "{MARK}" and 家裡密碼是「{MARK}」, remember it'
+    [call_message] = [m for m in state["messages"] if isinstance(m, AIMessage) and m.tool_calls]
+    assert call_message.tool_calls[0]["args"]["content"] == (
+        f'The user\'s wifi password is "{MARK}" (家裡密碼是「{MARK}」)'
+    )
+    [observation] = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert _observation(observation)["result"]["reason"] == "sensitive_data"
+    dumped = json.dumps([m.model_dump() for m in state["messages"]], ensure_ascii=False)
+    wire = json.dumps(server.requests[-1], ensure_ascii=False)
+    for value in ("sunflower", "field 7", "藍色月亮"):
+        assert value not in dumped and value not in wire

@@ -163,6 +163,14 @@ def test_redaction_cuts_the_new_secret_shapes(text: str, secret: str) -> None:
         ("my password is hunter2? no wait", f"my password is {MARK}? no wait"),
         ("請記住，我的驗證碼是 482913。另外", f"請記住，我的驗證碼是 {MARK}。另外"),
         ("驗證碼482913另外", f"驗證碼{MARK}另外"),
+        # A quoted value goes whole, however many words it holds, and its quotes stay.
+        ('my wifi password is "sunflower"', f'my wifi password is "{MARK}"'),
+        ("the wifi password is 'hunter2'.", f"the wifi password is '{MARK}'."),
+        ("my passphrase is 'correct horse battery' ok", f"my passphrase is '{MARK}' ok"),
+        ("the door code is “blue moon 42” and", f"the door code is “{MARK}” and"),
+        ("password: (hunter2)", f"password: ({MARK})"),
+        ("我的密碼是「藍色月亮」", f"我的密碼是「{MARK}」"),
+        ("my pin is 'it's-42' ok", f"my pin is '{MARK}' ok"),
     ],
 )
 def test_the_rules_place_the_whole_value_and_only_it(text: str, cleaned: str) -> None:

@@ -179,6 +179,12 @@ _REMEMBER = (
 _EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
 _SECRET_TOKEN = r"(?=[^\s,。]*[\d!@#$%^&*+=])[^\s,。]{6,}"
 """A password-shaped token: six or more characters with a digit or a symbol."""
+_CLOSING_QUOTES = {'"': '"', "'": "'", "“": "”", "‘": "’", "「": "」", "『": "』", "«": "»"}
+_CLOSING_BRACKETS = {"(": ")", "[": "]", "{": "}", "<": ">"}
+_CLOSERS = _CLOSING_QUOTES | _CLOSING_BRACKETS
+_QUOTED = r"""\\?["'“‘「『«][^\n"'”’」』»]{1,64}"""
+"""A quoted value, however many words ("blue moon 42"), up to its closing quote."""
+_MAX_QUOTED_CHARS = 64
 
 
 def _keyword_categories() -> list[tuple[str, str, bool]]:
@@ -221,6 +227,8 @@ def keyword_rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
             (rule, _compile(rf"(?:{keyword})\s*(?:is|was|是|为|[:=])\s*(?P<value>{_SECRET_TOKEN})"))
         )
         rules.append((rule, _compile(rf"{_REMEMBER}(?:{keyword})")))
+        quoted = rf"(?:{keyword})(?:\s*(?:is|was|是|为|[:=])\s*|\s+)(?P<value>{_QUOTED})"
+        rules.append((rule, _compile(quoted)))
     # A login and its password together: "login is a@b.c / Tr0ub4dor&3", "帳號 x 密碼 y".
     login = next(k for c, k, _ in categories if c == "login")
     password = next(k for c, k, _ in categories if c == "password")
@@ -317,6 +325,37 @@ _SECRET_CHARS_RE = re.compile(r"[A-Za-z0-9_+/=!@#$%^&*.:-]")
 """A character a value may end with; other punctuation at its end is the sentence's."""
 
 
+def _value_bounds(folded: str, start: int, end: int) -> tuple[int, int]:
+    """Where a keyword rule's value that the rule matched at ``start:end`` lies. A quoted or
+    bracketed value is what stands between its marks (a JSON string's ``\\"`` included), so
+    a passphrase of several words goes whole and the quotes stay to pair up; any other value
+    ends as :func:`_value_end` says."""
+    opener = start + 1 if folded.startswith("\\", start) else start
+    if start > 0 and folded[start - 1] in _CLOSERS and opener == start:
+        opener = start - 1  # the rule's gap took the opening quote
+    closer = _CLOSERS.get(folded[opener]) if opener < len(folded) else None
+    if closer is None:
+        return start, _value_end(folded, start, end)
+    inside = opener + 1
+    close = _closing_mark(folded, closer, inside)
+    if close > inside and "\n" not in folded[inside:close]:
+        return inside, close - 1 if folded[close - 1] == "\\" and close - 1 > inside else close
+    if inside < len(folded) and not folded[inside].isspace():
+        return inside, _value_end(folded, inside, max(end, inside + 1))
+    return start, _value_end(folded, start, end)
+
+
+def _closing_mark(folded: str, closer: str, inside: int) -> int:
+    """Where the quote or bracket that closes a value opened before ``inside`` is, or -1; an
+    apostrophe inside a word ("don't") closes nothing."""
+    limit = min(len(folded), inside + _MAX_QUOTED_CHARS + 1)
+    close = folded.find(closer, inside, limit)
+    in_word = closer in "'’"
+    while in_word and close != -1 and close + 1 < len(folded) and folded[close + 1].isalnum():
+        close = folded.find(closer, close + 1, limit)
+    return close
+
+
 def _value_end(folded: str, start: int, end: int) -> int:
     """Where a keyword rule's value starting at ``start`` ends: at the first space or wide
     character ("是 482913。另外…": the code, not the words after it), whatever letters it holds
@@ -387,8 +426,8 @@ def _spans_in(
     for _, pattern in keyword_rules():
         for match in pattern.finditer(folded):
             if "value" in pattern.groupindex and match.group("value"):
-                end = _value_end(folded, match.start("value"), match.end("value"))
-                spans.append((fold_origin[match.start("value")], _origin_end(fold_origin, end)))
+                start, end = _value_bounds(folded, match.start("value"), match.end("value"))
+                spans.append((fold_origin[start], _origin_end(fold_origin, end)))
     return spans
 
 
