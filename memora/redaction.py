@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from memora.judgement import Judgement
+from memora.validation import has_surrogates
 from memora.write.policy import (
     holds_secret_shaped_value,
     is_sensitive,
+    located_secret_spans,
     secret_value_spans,
     sensitive_spans,
 )
@@ -147,8 +149,8 @@ def redact_tree(
     and so does whatever a dict holds under a key in ``fixed`` (a tool call's name, an image)."""
     if isinstance(value, str):
         encoded = _json_container(value)
-        if encoded is not None:
-            return _redact_json(value, encoded, also, keep, judge, fixed)
+        if encoded is not None:  # its keys are data, not the message's plumbing
+            return _redact_json(value, encoded, also, keep, judge)
         cleaned = redact(value, also=also, keep=keep, judge=judge)
         return cleaned.text, cleaned.redactions
     if isinstance(value, dict):
@@ -165,14 +167,24 @@ def redact_tree(
 
 def _json_container(text: str) -> dict[str, Any] | list[Any] | None:
     """``text`` parsed, when it is a JSON object or array (a provider's raw copy of a tool
-    call's arguments, a tool's JSON observation); otherwise None."""
+    call's arguments, a tool's JSON observation) that parsing loses nothing of; otherwise
+    None, and the text is read as text: a repeated key would be dropped, and a document
+    nested past the parser's depth cannot be read at all."""
     if text.lstrip()[:1] not in ("{", "["):
         return None
     try:
-        parsed = json.loads(text)
-    except ValueError:
+        parsed = json.loads(text, object_pairs_hook=_unique_keys)
+        if has_surrogates(json.dumps(parsed, ensure_ascii=False)):
+            return None  # an escaped lone surrogate: no encoder reads it, no checkpoint writes it
+    except (ValueError, RecursionError):
         return None
     return parsed if isinstance(parsed, dict | list) else None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    if len({key for key, _ in pairs}) != len(pairs):
+        raise ValueError("a repeated key")
+    return dict(pairs)
 
 
 def _redact_json(
@@ -181,32 +193,130 @@ def _redact_json(
     also: list[str] | None,
     keep: frozenset[str],
     judge: Judgement | None,
-    fixed: frozenset[str],
 ) -> tuple[str, int]:
-    """A JSON text redacted string by string, so that what is left is still JSON: a cut
-    through ``\\"sunflower\\"`` or a value escaped as ``\\u85cd…`` would otherwise break
-    the document or be missed. Keys are read as text only when one holds a value."""
-    if any(isinstance(key, str) and is_sensitive(key) for key in _keys(parsed)):
+    """A JSON text redacted value by value, so that what is left is still JSON: a cut
+    through ``\\"sunflower\\"`` would break the document, and a value escaped as
+    ``\\u85cd…`` is found only once parsed. The values are first read in the text as a
+    whole, where a key says what its value opens (``"door_code": 7391``), then cut wherever
+    they stand, numbers and keys included. What cannot be written back as the JSON it was (two
+    keys cut to one, a number too large for a float, a lone surrogate) is redacted as text."""
+    try:
+        read_as_text = _values_in(text, keep)
+        if read_as_text is None:
+            raise ValueError("a value that cannot be placed")
+        chased = [*(also or []), *read_as_text]
+        redacted, count = _redact_parsed(parsed, chased, keep, judge)
+        if not count:
+            return text, 0
+        compact = '":' in text and '": ' not in text
+        written = json.dumps(
+            redacted,
+            ensure_ascii=text.isascii() and "\\u" in text,
+            separators=(",", ":") if compact else None,
+            allow_nan=False,
+        )
+        written.encode("utf-8")
+    except (ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
         cleaned = redact(text, also=also, keep=keep, judge=judge)
         return cleaned.text, cleaned.redactions
-    redacted, count = redact_tree(parsed, also, keep, judge, fixed)
-    if not count:
-        return text, 0
-    compact = '":' in text and '": ' not in text
-    return json.dumps(
-        redacted,
-        ensure_ascii=text.isascii() and "\\u" in text,
-        separators=(",", ":") if compact else None,
-    ), count
+    return written, count
 
 
-def _keys(value: Any) -> list[Any]:
-    """Every key of every object in a parsed JSON value."""
+def _values_in(text: str, keep: frozenset[str]) -> list[str] | None:
+    """The values the detectors find in ``text`` read as text (a keyword rule reads a key and
+    its value as it reads "door code: 7391"); None where a detector fires and no value can be
+    placed. The trained decisions read each value with its key instead (:func:`_with_key`):
+    JSON's marks around them read to them as a sentence never does."""
+    spans = sensitive_spans(text) if is_sensitive(text) else []
+    if spans is None:
+        return None
+    return sorted(values_outside_kept(text, spans, keep), key=len, reverse=True)
+
+
+def _redact_parsed(
+    value: Any, also: list[str], keep: frozenset[str], judge: Judgement | None
+) -> tuple[Any, int]:
+    """A parsed JSON value redacted: strings as :func:`redact_tree` does (a JSON string inside
+    is JSON again), a number that is or holds a value replaced by the mark."""
+    if isinstance(value, str):
+        return redact_tree(value, also, keep, judge)
+    if isinstance(value, dict) and judge is not None:
+        value = {
+            key: _with_key(key, item, keep, judge) if isinstance(item, str) else item
+            for key, item in value.items()
+        }
+    if isinstance(value, _KeyedText):
+        cleaned = redact(value.text, also=[*also, *value.values], keep=keep)
+        return cleaned.text, cleaned.redactions
     if isinstance(value, dict):
-        return [*value, *(key for item in value.values() for key in _keys(item))]
+        keys = {key: redact(key, keep=keep) if is_sensitive(key) else None for key in value}
+        renamed = {key: cut.text if cut else key for key, cut in keys.items()}
+        if len(set(renamed.values())) != len(renamed):
+            raise ValueError("two keys cut to one")
+        pairs = {key: _redact_parsed(item, also, keep, judge) for key, item in value.items()}
+        return (
+            {renamed[key]: item for key, (item, _) in pairs.items()},
+            sum(n for _, n in pairs.values()) + sum(cut.redactions for cut in keys.values() if cut),
+        )
     if isinstance(value, list):
-        return [key for item in value for key in _keys(item)]
+        items = [_redact_parsed(item, also, keep, judge) for item in value]
+        return [item for item, _ in items], sum(n for _, n in items)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (
+            (MARK, 1) if redact(json.dumps(value), also=also, keep=keep).redactions else (value, 0)
+        )
+    return value, 0
+
+
+def judged_values(text: str, judge: Judgement, keep: frozenset[str] = frozenset()) -> set[str]:
+    """The values the trained decisions place in ``text``, to be chased wherever a turn echoes
+    them: a JSON text's read value by value, each beside its key, as :func:`redact_tree` cuts
+    them (read whole, its marks and keys read as values of their own)."""
+    parsed = _json_container(text)
+    if parsed is None:
+        return values_outside_kept(text, located_secret_spans(text, judge), keep)
+    return {value for keyed in _keyed_texts(parsed, keep, judge) for value in keyed.values}
+
+
+def _keyed_texts(value: Any, keep: frozenset[str], judge: Judgement) -> list[_KeyedText]:
+    if isinstance(value, dict):
+        read = [
+            _with_key(key, item, keep, judge) if isinstance(item, str) else item
+            for key, item in value.items()
+        ]
+        return [found for item in read for found in _keyed_texts(item, keep, judge)]
+    if isinstance(value, list):
+        return [found for item in value for found in _keyed_texts(item, keep, judge)]
+    if isinstance(value, _KeyedText):
+        return [value]
+    if isinstance(value, str) and (parsed := _json_container(value)) is not None:
+        return _keyed_texts(parsed, keep, judge)
     return []
+
+
+@dataclass(frozen=True)
+class _KeyedText:
+    """A JSON string value and the values the trained decisions read in it beside its key."""
+
+    text: str
+    values: tuple[str, ...]
+
+
+def _with_key(key: str, text: str, keep: frozenset[str], judge: Judgement) -> str | _KeyedText:
+    """``text`` read by the trained decisions as "door code: …" under a key ``door_code``: a
+    bare "sunflower field" opens nothing, a wifi password's does. A JSON text inside stays a
+    string, read in turn as JSON."""
+    if not text.strip() or text in keep or _json_container(text) is not None:
+        return text
+    label = re.sub(r"[_\-\s]+|(?<=[a-z])(?=[A-Z])", " ", key).strip()
+    read = f"{label}: {text}" if label else text
+    shift = len(read) - len(text)
+    spans = [
+        (max(start - shift, 0), end - shift)
+        for start, end in secret_value_spans(read, judge)
+        if end > shift
+    ]
+    return _KeyedText(text, tuple(values_outside_kept(text, spans, keep)))
 
 
 def _echo_pattern(value: str) -> str:

@@ -19,12 +19,11 @@ from agent.messages import text_of
 from memora.judgement import Judgement
 from memora.redaction import (
     PLUMBING,
+    judged_values,
     redact,
     redact_tree,
     sensitive_values,
-    values_outside_kept,
 )
-from memora.write.policy import located_secret_spans
 from nodes.common import current_turn_start, library, settings
 from nodes.state import Context, State
 
@@ -107,7 +106,7 @@ def _judged_values(
     for message in turn:
         if isinstance(message, HumanMessage):
             text = text_of(message)
-            values |= values_outside_kept(text, located_secret_spans(text, judge), keep)
+            values |= judged_values(text, judge, keep)
     return {value for value in values if value.strip()}
 
 

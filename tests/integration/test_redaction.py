@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -228,3 +229,33 @@ def test_a_secret_that_also_occurs_inside_a_call_id_is_still_chased(
     later = " ".join(str(m.content) for m in model.seen[-1])
     assert CODE not in later
     assert files_containing(root, [f"keep {CODE}".encode(), f"是 {CODE}".encode()]) == []
+
+
+def test_a_json_message_keeps_its_shape_and_loses_its_values_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user who pastes JSON: a number under a key that names what it opens, and a text under
+    a key ("data") that only a message's own structure treats as plumbing, are both cut, and
+    what is stored still parses as the same document."""
+    root = tmp_path / "data"
+    pasted = '{"name": "front door", "door_code": 739164028, "data": "my password is hunter2x"}'
+    model = ScriptedChatModel(script=[_answer("I won't keep those.")])
+    monkeypatch.setattr("nodes.call_model.get_chat_model", lambda s, choice="": model)
+    memora = Memora(load_settings(data_dir=root))
+    context = Context(user_id="alice", memora=memora)
+    config = {"configurable": {"thread_id": "t1", "user_id": "alice"}}
+    with open_agent(root) as agent:
+        agent.invoke({"messages": [HumanMessage(pasted)]}, config, context=context)
+        stored = agent.get_state(config).values["messages"][0].content
+    memora.close()
+    assert json.loads(stored) == {
+        "name": "front door",
+        "door_code": MARK,
+        "data": stored_data(stored),
+    }
+    assert "hunter2x" not in stored and MARK in stored_data(stored)
+    assert files_containing(root, [b"739164028", b"hunter2x"]) == []
+
+
+def stored_data(stored: str) -> str:
+    return str(json.loads(stored)["data"])

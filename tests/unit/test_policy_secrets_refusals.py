@@ -171,6 +171,20 @@ def test_redaction_cuts_the_new_secret_shapes(text: str, secret: str) -> None:
         ("password: (hunter2)", f"password: ({MARK})"),
         ("我的密碼是「藍色月亮」", f"我的密碼是「{MARK}」"),
         ("my pin is 'it's-42' ok", f"my pin is '{MARK}' ok"),
+        ('my password is "blue moon 42” ok', f'my password is "{MARK}” ok'),
+        ("my password is „blue moon 42“ ok", f"my password is „{MARK}“ ok"),
+        ("我的密碼「藍色月亮」好", f"我的密碼「{MARK}」好"),
+        # A value that runs on past its closing mark is one token, marks and all.
+        ("my password is [admin]2024!secret", f"my password is {MARK}"),
+        ('wifi password: "Ab12"cd34!xyz', f"wifi password: {MARK}"),
+        # A quote that closes only in another sentence never closed.
+        (
+            'my password is "hunter2. Then Bob said "hi"',
+            f'my password is "{MARK} Then Bob said "hi"',
+        ),
+        # An apostrophe after the keyword opens no value, nor does a keyword ending a quote.
+        ("I reset my password 'cause I forgot it", "I reset my password 'cause I forgot it"),
+        ("a 'wrong PIN' message on my card", "a 'wrong PIN' message on my card"),
     ],
 )
 def test_the_rules_place_the_whole_value_and_only_it(text: str, cleaned: str) -> None:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from memora.judgement import trained_judgement
-from memora.redaction import MARK, redact_tree
+from memora.redaction import MARK, judged_values, redact_tree
 
 
 @pytest.mark.parametrize("judge", [None, "trained"])
@@ -65,3 +65,57 @@ def _shape(value: object) -> object:
     if isinstance(value, list):
         return [_shape(item) for item in value]
     return type(value).__name__
+
+
+@pytest.mark.parametrize(
+    ("document", "values"),
+    [
+        # A key says what its value opens, and the value is cut though it stands alone.
+        ('{"password": "sunflower7"}', ["sunflower7"]),
+        ('{"wifi_password": "sunflower field 7"}', ["sunflower field 7"]),
+        # Numbers are values too; one that is cut becomes the mark, a string.
+        ('{"name": "front door", "door_code": 7391}', ["7391"]),
+        ('{"card": 4111111111111111, "t": "my pin is 4821"}', ["4111111111111111", "4821"]),
+        # Inside a JSON text, "data" or "name" are the user's keys, not a message's plumbing.
+        ('{"data": "my password is hunter2x"}', ["hunter2x"]),
+        ('{"name": "my PIN is 4821"}', ["4821"]),
+        # A key that holds a value is cut, and the values beside it still as JSON.
+        ('{"AKIAIOSFODNN7EXAMPLE": "aws", "t": "\\u6211\\u7684\\u5bc6\\u78bc\\u662f 5173"}', []),
+    ],
+)
+def test_a_value_in_json_is_cut_wherever_it_stands(document: str, values: list[str]) -> None:
+    cleaned, count = redact_tree({"arguments": document}, fixed=frozenset({"data", "name"}))
+    parsed = json.loads(cleaned["arguments"])
+    written = json.dumps(parsed, ensure_ascii=False)
+    assert count >= 1 and MARK in written
+    for value in [*values, "AKIAIOSFODNN7EXAMPLE", "5173"]:
+        assert value not in written and value not in cleaned["arguments"]
+    assert len(parsed) == len(json.loads(document))
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        '{"query": "my PIN is 4821", "query": "bank balance"}',  # json.loads keeps the last
+        '{"query": "bank balance", "query": "my PIN is 4821"}',
+        "[" * 1200 + '"my PIN is 4821"' + "]" * 1200,  # deeper than the parser goes
+        '{"note": "café \\ud800", "t": "my PIN is 4821"}',  # a lone surrogate
+        '{"pin": 4821, "big": 1e400}',  # a number no float holds
+    ],
+)
+def test_json_that_parsing_would_change_is_redacted_as_text(document: str) -> None:
+    cleaned, count = redact_tree({"arguments": document})
+    assert count >= 1 and "4821" not in cleaned["arguments"]
+    assert "query" not in document or cleaned["arguments"].count('"query"') == 2
+    cleaned["arguments"].encode("utf-8")  # a checkpoint can write it
+
+
+def test_the_trained_reading_of_a_json_text_reads_each_value_beside_its_key() -> None:
+    judge = trained_judgement("trained")
+    assert judge is not None
+    pasted = '{"name": "front door", "wifi_password": "sunflower field"}'
+    values = judged_values(pasted, judge)
+    assert "sunflower" in " ".join(values)
+    assert not values & {"front door", "front", "door", "name"}  # read whole, it held them
+    # An escaped lone surrogate is read as text: no encoder could read the parsed value.
+    assert "4821" in judged_values('{"note": "café \\ud800", "t": "my PIN is 4821"}', judge)

@@ -179,11 +179,32 @@ _REMEMBER = (
 _EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
 _SECRET_TOKEN = r"(?=[^\s,。]*[\d!@#$%^&*+=])[^\s,。]{6,}"
 """A password-shaped token: six or more characters with a digit or a symbol."""
-_CLOSING_QUOTES = {'"': '"', "'": "'", "“": "”", "‘": "’", "「": "」", "『": "』", "«": "»"}
-_CLOSING_BRACKETS = {"(": ")", "[": "]", "{": "}", "<": ">"}
-_CLOSERS = _CLOSING_QUOTES | _CLOSING_BRACKETS
-_QUOTED = r"""\\?["'“‘「『«][^\n"'”’」』»]{1,64}"""
-"""A quoted value, however many words ("blue moon 42"), up to its closing quote."""
+_CLOSERS = {
+    '"': '"”',
+    "'": "'’",
+    "“": '”"',
+    "‘": "’'",
+    "„": "“”",
+    "«": "»",
+    "‹": "›",
+    "「": "」",
+    "『": "』",
+    "(": ")",
+    "[": "]",
+    "{": "}",
+    "<": ">",
+}
+"""Each opening quote or bracket and the marks that may close it (a typed "…” is one pair)."""
+_QUOTE_BODY = r"""[^\n"'”’」』»›]{1,64}"""
+_QUOTED_AFTER = (
+    (r"\s*(?:is|was|是|为|[:=])\s*", r"""\\?["'“‘„«‹「『]"""),
+    (r"\s+", r"""\\?["“‘„«‹「『]"""),
+    (r"\s*", r"[“„«‹「『]"),
+)
+"""What may stand between a keyword and a quoted value (however many words: "blue moon 42"),
+and the quotes it may open with after it: a plain quote needs a space or "is" before it (a
+keyword may end a quote: "wrong PIN" message), an apostrophe needs "is" ("my password 'cause
+…"), a curly or CJK quote nothing ("密碼「藍色月亮」")."""
 _MAX_QUOTED_CHARS = 64
 
 
@@ -227,8 +248,9 @@ def keyword_rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
             (rule, _compile(rf"(?:{keyword})\s*(?:is|was|是|为|[:=])\s*(?P<value>{_SECRET_TOKEN})"))
         )
         rules.append((rule, _compile(rf"{_REMEMBER}(?:{keyword})")))
-        quoted = rf"(?:{keyword})(?:\s*(?:is|was|是|为|[:=])\s*|\s+)(?P<value>{_QUOTED})"
-        rules.append((rule, _compile(quoted)))
+        for gap, opener in _QUOTED_AFTER:
+            quoted = rf"(?:{keyword}){gap}(?P<value>{opener}{_QUOTE_BODY})"
+            rules.append((rule, _compile(quoted)))
     # A login and its password together: "login is a@b.c / Tr0ub4dor&3", "帳號 x 密碼 y".
     login = next(k for c, k, _ in categories if c == "login")
     password = next(k for c, k, _ in categories if c == "password")
@@ -328,32 +350,56 @@ _SECRET_CHARS_RE = re.compile(r"[A-Za-z0-9_+/=!@#$%^&*.:-]")
 def _value_bounds(folded: str, start: int, end: int) -> tuple[int, int]:
     """Where a keyword rule's value that the rule matched at ``start:end`` lies. A quoted or
     bracketed value is what stands between its marks (a JSON string's ``\\"`` included), so
-    a passphrase of several words goes whole and the quotes stay to pair up; any other value
-    ends as :func:`_value_end` says."""
-    opener = start + 1 if folded.startswith("\\", start) else start
-    if start > 0 and folded[start - 1] in _CLOSERS and opener == start:
-        opener = start - 1  # the rule's gap took the opening quote
-    closer = _CLOSERS.get(folded[opener]) if opener < len(folded) else None
-    if closer is None:
+    a passphrase of several words goes whole and the marks stay to pair up; a value that runs
+    on past its closing mark ("[admin]2024!x") or opens a quote that never closes is a token
+    (:func:`_value_end`), as is any other value."""
+    start = _after_marks(folded, start)
+    opener = start - 1
+    if opener < 0 or folded[opener] not in _CLOSERS:
         return start, _value_end(folded, start, end)
-    inside = opener + 1
-    close = _closing_mark(folded, closer, inside)
-    if close > inside and "\n" not in folded[inside:close]:
-        return inside, close - 1 if folded[close - 1] == "\\" and close - 1 > inside else close
-    if inside < len(folded) and not folded[inside].isspace():
-        return inside, _value_end(folded, inside, max(end, inside + 1))
-    return start, _value_end(folded, start, end)
+    close = _closing_mark(folded, _CLOSERS[folded[opener]], start)
+    if close <= start or _continues(folded, close + 1):
+        if start < len(folded) and not folded[start].isspace():
+            token = opener if close > start else start
+            return token, _value_end(folded, token, max(end, start + 1))
+        return start, _value_end(folded, start, end)
+    return start, close - 1 if folded[close - 1] == "\\" and close - 1 > start else close
 
 
-def _closing_mark(folded: str, closer: str, inside: int) -> int:
-    """Where the quote or bracket that closes a value opened before ``inside`` is, or -1; an
-    apostrophe inside a word ("don't") closes nothing."""
-    limit = min(len(folded), inside + _MAX_QUOTED_CHARS + 1)
-    close = folded.find(closer, inside, limit)
-    in_word = closer in "'’"
-    while in_word and close != -1 and close + 1 < len(folded) and folded[close + 1].isalnum():
-        close = folded.find(closer, close + 1, limit)
-    return close
+def _after_marks(folded: str, start: int) -> int:
+    """``start`` moved past an opening mark (and a JSON escape before it) that the rule's value
+    began with; a mark the rule's gap took just before ``start`` is read as the opener too."""
+    at = start + 1 if folded.startswith("\\", start) else start
+    if at < len(folded) and folded[at] in _CLOSERS:
+        return at + 1
+    return start
+
+
+def _closing_mark(folded: str, closers: str, inside: int) -> int:
+    """Where the quote or bracket that closes a value opened just before ``inside`` is, or -1
+    where none does within :data:`_MAX_QUOTED_CHARS`, the line and the sentence. An apostrophe
+    inside a word ("don't") closes nothing."""
+    for at in range(inside, min(len(folded), inside + _MAX_QUOTED_CHARS + 1)):
+        char = folded[at]
+        if char in closers:
+            if char in "'’" and at + 1 < len(folded) and folded[at + 1].isalnum():
+                continue
+            return at
+        if char == "\n" or _SENTENCE_BREAK.match(folded, at):
+            return -1
+    return -1
+
+
+_SENTENCE_BREAK = re.compile(r"[.!?]\s+\S|[。！？](?=[^」』”’\"'])")
+"""A sentence ending inside what a quote opened: the quote never closed ("is "x7. Also …")."""
+
+
+def _continues(folded: str, at: int) -> bool:
+    """Whether the value goes on at ``at``, after its closing mark ("Ab12"cd34); a wide
+    character is the sentence's ("「藍色月亮」好")."""
+    if at >= len(folded) or _is_wide(folded[at]):
+        return False
+    return folded[at].isalnum() or folded[at] in "_+/=!@#$%^&*-"
 
 
 def _value_end(folded: str, start: int, end: int) -> int:
