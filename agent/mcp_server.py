@@ -123,6 +123,8 @@ def _call(
         error = f"unknown tool; allowed: {', '.join(MEMORY_TOOL_ARGS)}"
         return _result(failed_observation(error), True)
     arguments = arguments or {}
+    if not isinstance(arguments, dict):
+        return _result(failed_observation("invalid arguments: an object of named fields"), True)
     said = arguments.get("content") if name == REMEMBER_MEMORY else None
     ctx = ToolContext(
         memora=memora,

@@ -274,7 +274,12 @@ def memories_import(path: Path, user: UserOption = "default") -> None:
         errors.print(f"line {number}: rejected ({reason})", markup=False)
     skipped = f", skipped {report.skipped} already present" if report.skipped else ""
     rejected = f", rejected {len(report.rejected)}" if report.rejected else ""
-    console.print(f"imported {report.imported} memories{skipped}{rejected}", markup=False)
+    unlinked = (
+        f", dropped {report.unlinked} supersession links to memories outside the file"
+        if report.unlinked
+        else ""
+    )
+    console.print(f"imported {report.imported} memories{skipped}{rejected}{unlinked}", markup=False)
     if report.rejected:
         raise typer.Exit(1)
 

@@ -50,7 +50,7 @@ from memora.write.consolidation import ConsolidationReport, Consolidator
 from memora.write.importance import ImportanceScorer, LLMImportanceScorer, RuleImportanceScorer
 from memora.write.policy import MemoryClassifier
 from memora.write.reconcile import Reconciler, default_reconciler
-from memora.write.transfer import ImportReport, parse_import_line, renumber
+from memora.write.transfer import ImportReport, backed_links, parse_import_line, renumber
 from memora.write.write_path import WriteOutcome, WritePath
 
 __all__ = [
@@ -489,9 +489,9 @@ class Memora(ForgetApprovals):
         """Set one confirmed profile field.
 
         Raises:
-            InvalidInput: The user id, key or value is empty, too long or not valid UTF-8.
+            InvalidInput: A bad user id or field, or one the policy refuses (``profile.set``).
         """
-        self.profile.set(user_id, key, value)
+        self.profile.set(user_id, key, value, judge=self.judge)
         self.finish_scrub()  # on Postgres a replaced value's old key is shredded
 
     def unset_profile(self, user_id: str, key: str) -> bool:
@@ -547,6 +547,7 @@ class Memora(ForgetApprovals):
             if unit.status is MemoryStatus.ACTIVE:
                 active_texts.add(unit.content)
             fresh.append(unit)
+        fresh, report.unlinked = backed_links(fresh, {unit.id: unit for unit in existing})
         fresh = renumber(fresh, self.store.foreign_ids(user_id, [u.id for u in fresh]))
         self.ingest(fresh)
         report.imported = len(fresh)

@@ -12,9 +12,17 @@ from typing import TYPE_CHECKING
 
 from memora.audit import AuditLog
 from memora.forget_requests import ForgetRequest, ForgetRequests
+from memora.judgement import Judgement
+from memora.limits import MAX_REASON_CHARS
+from memora.redaction import redact
 from memora.storage.store import LongTermMemoryStore
 from memora.storage.user_keys import rotate_user_key
-from memora.validation import check_identifier, validate_memory_id, validate_user_id
+from memora.validation import (
+    check_identifier,
+    check_text,
+    validate_memory_id,
+    validate_user_id,
+)
 
 MAX_REQUEST_ID_CHARS = 64
 
@@ -25,6 +33,7 @@ class ForgetApprovals:
     store: LongTermMemoryStore
     audit: AuditLog
     forget_requests: ForgetRequests
+    judge: Judgement | None
 
     if TYPE_CHECKING:
 
@@ -65,9 +74,13 @@ class ForgetApprovals:
         """
         validate_user_id(user_id)
         validate_memory_id(memory_id)
+        reason = check_text(reason, "reason", MAX_REASON_CHARS, allow_empty=True)
         preview = self.store.get_preview(user_id, memory_id)
         if preview is None:
             return None
+        # The reason is shown and kept until the request is answered: "forget my PIN, it's
+        # 9931" keeps its words, not its value.
+        reason = redact(reason, judge=self.judge).text
         request = self.forget_requests.add(user_id, memory_id, reason, source)
         self.audit.record(user_id, "delete", "requested", memory_ids=[memory_id], source=source)
         return dataclasses.replace(request, preview=preview)

@@ -66,8 +66,11 @@ class WordLlamaEmbeddings(Embeddings):
         """Embed texts into unit-length float32 rows."""
         if not texts:
             return np.zeros((0, self.spec.dimension), dtype=np.float32)
-        vectors = self._load().embed(texts, norm=True)
-        return np.asarray(vectors, dtype=np.float32)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            vectors = np.asarray(self._load().embed(texts, norm=True), dtype=np.float32)
+        # A text of no known token ("", a zero-width space) has no direction: WordLlama gives
+        # NaN, which Chroma refuses and which turns every later score of the user into NaN.
+        return np.nan_to_num(vectors, nan=0.0, posinf=0.0, neginf=0.0)
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         """Embed search queries (WordLlama embeds queries and documents alike)."""

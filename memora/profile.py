@@ -8,7 +8,8 @@ field gives the user a new key, and erasing the user destroys it.
 
 from __future__ import annotations
 
-from memora.models import utcnow
+from memora.judgement import Judgement
+from memora.models import MemoryCandidate, RejectionReason, utcnow
 from memora.storage.db import SqlDatabase
 from memora.storage.user_keys import (
     drop_user_key,
@@ -20,7 +21,7 @@ from memora.storage.user_keys import (
     user_key,
 )
 from memora.validation import InvalidInput, validate_profile_field, validate_user_id
-from memora.write.policy import is_sensitive
+from memora.write.policy import check_candidate, is_sensitive
 
 SCHEMA_VERSION = 2
 _SCHEMA = """
@@ -43,6 +44,27 @@ def holds_sensitive_data(key: str, value: str) -> bool:
     words = " ".join(key.replace("_", " ").replace("-", " ").split())
     texts = (key, value, f"{key} {value}", f"{key}: {value}", f"{words} {value}")
     return any(is_sensitive(text) for text in texts)
+
+
+PROFILE_SECRET = 0.6
+"""Secret-decision probability of a field read as a sentence at which it is refused. Profile
+values are short and often numbers that open nothing (a birthday read 0.45, a phone number
+0.11, a postcode 0.12), where a wifi password read 0.75, a security answer 0.99 and a garage
+code 0.67: chosen on those few fields, tried by hand, not on a labelled set."""
+
+
+def profile_field_refusal(key: str, value: str, judge: Judgement) -> str | None:
+    """Why the trained decisions refuse a profile field, or None: it reads as an instruction
+    to the assistant (the profile is shown to the model every turn), or as a way into
+    something. Each field is read as the sentence it stands for, "The user's wifi is …"."""
+    words = " ".join(key.replace("_", " ").replace("-", " ").split())
+    sentence = f"The user's {words} is {value}."
+    verdict = check_candidate(MemoryCandidate(content=sentence), judge)
+    if verdict is not None and verdict[0] is RejectionReason.INSTRUCTION_LIKE:
+        return "it reads as an instruction to the assistant"
+    if judge.secret_probability([sentence])[0] >= PROFILE_SECRET:
+        return "it holds a secret (a password, code or security answer) that Memora does not store"
+    return None
 
 
 class UserProfileStore:
@@ -74,15 +96,19 @@ class UserProfileStore:
             row["key"]: str(open_field(row["value"], _key_of(row["sealing_key"]))) for row in rows
         }
 
-    def set(self, user_id: str, key: str, value: str) -> None:
+    def set(self, user_id: str, key: str, value: str, judge: Judgement | None = None) -> None:
         """Set one profile field.
 
         Raises:
             InvalidInput: The user id, key or value is empty, too long or not valid UTF-8,
-                or the field holds a secret or an identifier the memory policy refuses.
+                or the field holds a secret or an identifier the memory policy refuses, or
+                what the trained decisions (``judge``) refuse in it.
         """
         user_id = validate_user_id(user_id)
         key, value = validate_profile_field(key, value)
+        refused = profile_field_refusal(key, value, judge) if judge is not None else None
+        if refused is not None:
+            raise InvalidInput(f"profile field refused: {refused}")
         if holds_sensitive_data(key, value):
             # The profile is shown to the model every turn and kept at rest: it may hold
             # nothing a memory may not (the message names no part of the field).

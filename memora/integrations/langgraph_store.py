@@ -42,13 +42,24 @@ from langgraph.store.base import (
 from memora.api import Memora
 from memora.errors import ConfigurationError, InvalidInput, MemoryRefused
 from memora.limits import MAX_MEMORY_ID_CHARS
-from memora.models import MemorySource, MemoryStatus, MemoryType, MemoryUnit
+from memora.models import (
+    MemoryCandidate,
+    MemorySource,
+    MemoryStatus,
+    MemoryType,
+    MemoryUnit,
+    RejectionReason,
+)
 from memora.recall.retrieval import RetrievedMemory
+from memora.storage.store import is_memory_id
 from memora.validation import check_identifier, validate_user_id
+from memora.write.policy import check_candidate
 
 USER_PLACEHOLDER = "{user_id}"
 DEFAULT_NAMESPACE: tuple[str, ...] = ("memories", USER_PLACEHOLDER)
 """The layout of a namespace: LangMem's and the memory-agent template's convention."""
+_REFUSED_IN_KEYS = frozenset({RejectionReason.SENSITIVE_DATA, RejectionReason.INSTRUCTION_LIKE})
+"""What the policy refuses in a store key; a key is a name, too short to be vague."""
 STORE_KEY = "store_key"
 """Metadata field holding the key a memory was put under."""
 VALUE_FIELDS = frozenset({"content", "memory_type"})
@@ -163,6 +174,7 @@ class MemoraStore(BaseStore):
             return
         content, memory_type = _text_of(op.value)
         existing = self._resolve(user_id, op.key)
+        self._check_key(op.key)
         # As with `memora memories add`, the caller stands for the user: the text is its own
         # source; every other rule of the policy applies.
         outcome = self.memora.add(
@@ -176,6 +188,20 @@ class MemoraStore(BaseStore):
         if not outcome.accepted:
             raise MemoryRefused(outcome.reason or "refused")
 
+    def _check_key(self, key: str) -> None:
+        """A key is kept beside the memory and handed back with it, to a model too: it may
+        not hold what the policy keeps out of a memory's text.
+
+        Raises:
+            MemoryRefused: The key holds a secret or reads as an instruction.
+        """
+        if _UUID_FORM.fullmatch(key) or is_memory_id(key):
+            return  # an id: its hex digits read as a key to the detectors
+        # The rules alone: a trained gate reads most short names as vague or as codes.
+        verdict = check_candidate(MemoryCandidate(content=key))
+        if verdict and verdict[0] in _REFUSED_IN_KEYS:
+            raise MemoryRefused(f"{verdict[0].value} (in the key)")
+
     def _delete(self, user_id: str, unit: MemoryUnit | None) -> None:
         if unit is None:
             return  # as in every store: deleting what is not there is no error
@@ -187,6 +213,8 @@ class MemoraStore(BaseStore):
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         user_id = self._user_of_prefix(op.namespace_prefix)
+        if op.limit < 0 or op.offset < 0:
+            raise InvalidInput("a MemoraStore search's limit and offset are not negative")
         if op.query:
             # Memora caps the count at its retrieval policy's limit, whatever is asked.
             hits = self.memora.search(user_id, op.query, limit=op.offset + op.limit)

@@ -454,7 +454,9 @@ class SqlRowStore(ABC):
             return []
         seen: dict[str, MemoryUnit] = {start.id: start}
         frontier = [start.id]
+        asked: set[str] = set()  # a link to an id the user does not hold is asked after once
         while frontier:
+            asked.update(frontier)
             conditions = [
                 self._id_in(column, frontier) for column in ("id", "superseded_by", "supersedes")
             ]
@@ -465,12 +467,10 @@ class SqlRowStore(ABC):
             )
             frontier = []
             for unit in units:
+                seen.setdefault(unit.id, unit)
                 for linked in (unit.id, unit.superseded_by, unit.supersedes):
-                    if linked and linked not in seen:
+                    if linked and linked not in asked and linked not in frontier:
                         frontier.append(linked)
-                if unit.id not in seen:
-                    seen[unit.id] = unit
-                    frontier.append(unit.id)
         return sorted(seen.values(), key=lambda unit: unit.created_at)
 
     def vector_keys(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, bytes]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,10 @@ class ImportReport:
     """Memories the user already had (same id, or the same active text)."""
     rejected: builtins.list[tuple[int, str]] = field(default_factory=builtins.list)
     """``(line number, reason)`` of each refused line; the reason never quotes the line."""
+    unlinked: int = 0
+    """Supersession links dropped: each named neither a memory of the file nor one of the
+    user's that links back, and a forget follows links (a forged one would delete a memory
+    the file never replaced; a dangling one points at nothing)."""
 
 
 def parse_import_line(
@@ -108,10 +113,15 @@ def _check_ids_and_side_fields(unit: MemoryUnit) -> None:
         if value is not None and not (isinstance(value, str) and is_memory_id(value)):
             raise InvalidInput(f"{name} is not a Memora memory id (32 hex digits)")
     # Checked apart from the detectors: a 32-hex id looks like a high-entropy key to them.
-    if is_sensitive(unit.kind) or is_sensitive(unit.source.actor):
-        raise InvalidInput("sensitive_data (in kind or source)")
+    threads = [t for t in (unit.source.thread_id, unit.thread_id) if t and not _UUID.fullmatch(t)]
+    if any(is_sensitive(text) for text in (unit.kind, unit.source.actor, *threads) if text):
+        raise InvalidInput("sensitive_data (in kind, source or thread id)")
     if any(is_sensitive(text) for text in _texts_of(metadata)):
         raise InvalidInput("sensitive_data (in metadata)")
+
+
+_UUID = re.compile(r"[0-9a-f]{32}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}", re.IGNORECASE)
+"""A thread id as the chat and LangGraph give them: random hex, which reads as a key."""
 
 
 def _texts_of(value: Any, path: str = "") -> Iterator[str]:
@@ -140,6 +150,27 @@ def describe_bad_line(error: ValueError) -> str:
         fields = sorted({".".join(str(p) for p in item["loc"]) or "line" for item in problems})
         return "not a memory (bad fields: " + ", ".join(f[:40] for f in fields[:5]) + ")"
     return "not a memory"
+
+
+def backed_links(
+    units: builtins.list[MemoryUnit], stored: dict[str, MemoryUnit]
+) -> tuple[builtins.list[MemoryUnit], int]:
+    """``units`` with each supersession link kept only where it names another unit of the
+    import, or a memory the user holds whose own link names the unit back; and how many
+    links were dropped."""
+    in_file = {unit.id for unit in units}
+    dropped = 0
+    backed = []
+    for unit in units:
+        links: dict[str, None] = {}
+        for field_name, back in (("supersedes", "superseded_by"), ("superseded_by", "supersedes")):
+            target = getattr(unit, field_name)
+            held = stored.get(target) if target else None
+            if target and target not in in_file and getattr(held, back, None) != unit.id:
+                links[field_name] = None
+                dropped += 1
+        backed.append(unit.model_copy(update=links) if links else unit)
+    return backed, dropped
 
 
 def renumber(units: builtins.list[MemoryUnit], taken: set[str]) -> builtins.list[MemoryUnit]:

@@ -228,7 +228,7 @@ def test_keys_are_matched_exactly_whatever_they_hold(store: MemoraStore) -> None
     facts = {
         "50%_off!": "I drink green tea every morning",
         "50x_off!": "My cat is called Mochi",
-        'say "hi"': "I play the cello",
+        'a "quoted" key': "I play the cello",
         "k": "My sister Meiling is a nurse",
         "kk": "I am learning Japanese",
         "ключ 鑰匙": "I keep a sourdough starter named Bubbles",
