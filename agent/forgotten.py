@@ -31,7 +31,7 @@ class Forgotten:
     """What identifies a forgotten memory in a transcript."""
 
     ids: frozenset[str]
-    """The deleted memory ids (the whole chain)."""
+    """The deleted memory ids (each with the older versions it replaced)."""
     texts: frozenset[str]
     """Their contents and previews, folded (case and width) for matching."""
 

@@ -33,7 +33,7 @@ class ForgetAction(BaseModel):
 
     type: Literal["forget_memory"] = "forget_memory"
     memory_id: str
-    """The memory to delete (with its whole supersession chain)."""
+    """The memory to delete (with the older versions it replaced)."""
     preview: str
     """What the user is shown when asked to approve."""
     reason: str

@@ -149,12 +149,15 @@ def memories_forget(
     user: UserOption = "default",
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
 ) -> None:
-    """Delete a memory and its history (asks first unless --yes)."""
+    """Delete a memory and the older versions it replaced (asks first unless --yes)."""
     memora = open_memora()
     preview = memora.preview(user, memory_id)
     if preview is None:
         raise _missing(memory_id)
     console.print(f"Memory: {preview}", markup=False, highlight=False)
+    for unit in memora.chain(user, memory_id):
+        if unit.id != memory_id:
+            console.print(f"Also deletes this older version: {unit.content}", markup=False)
     if not yes:
         answer = ask("Delete this memory? [y/N]: ")
         if answer not in {"y", "yes"}:
@@ -200,7 +203,7 @@ def memories_pending(user: UserOption = "default") -> None:
 
 @memories_app.command("approve")
 def memories_approve(request_id: str, user: UserOption = "default") -> None:
-    """Approve a deletion request: the memory and its history are deleted."""
+    """Approve a deletion request: the memory and the older versions it replaced go."""
     memora = open_memora()
     request = next((r for r in memora.pending_forgets(user) if r.id == request_id), None)
     texts: list[str] = []

@@ -369,13 +369,11 @@ class Memora(ForgetApprovals):
             offset += len(page)
 
     def forget(self, user_id: str, memory_id: str, *, actor: str = "user") -> builtins.list[str]:
-        """Delete a memory and its whole supersession chain; returns the deleted ids.
-
-        Idempotent: an unknown, foreign or already deleted id deletes nothing.
-        """
+        """Delete a memory and the older versions it replaced; returns the deleted ids. An
+        unknown, foreign or already deleted id deletes nothing."""
         validate_user_id(user_id)
         validate_memory_id(memory_id)
-        texts = [unit.content for unit in self.store.chain(user_id, memory_id)]
+        texts = [unit.content for unit in self.store.replaced(user_id, memory_id)]
         deleted = self.store.delete(user_id, memory_id)
         if deleted:
             dropped = self.forget_requests.remove_for_memories(user_id, deleted)
@@ -422,15 +420,15 @@ class Memora(ForgetApprovals):
         }
 
     def chain(self, user_id: str, memory_id: str) -> builtins.list[MemoryUnit]:
-        """Every version a forget of this memory deletes (its supersession chain, oldest
-        first); empty for an unknown or foreign id."""
+        """Every version a forget of this memory deletes (it and the older versions it
+        replaced, oldest first); empty for an unknown or foreign id."""
         validate_user_id(user_id)
         validate_memory_id(memory_id)
-        return self.store.chain(user_id, memory_id)
+        return self.store.replaced(user_id, memory_id)
 
     def history(self, user_id: str, memory_id: str) -> History:
-        """A memory's supersession chain (oldest first) and its audit trail."""
-        chain = self.chain(user_id, memory_id)
+        """A memory's supersession chain, newer versions too (oldest first), and its audit."""
+        chain = self.store.chain(validate_user_id(user_id), validate_memory_id(memory_id))
         entries: list[AuditEntry] = []
         for unit in chain:
             entries.extend(self.audit.entries(user_id, unit.id))

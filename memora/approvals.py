@@ -61,7 +61,7 @@ class ForgetApprovals:
 
         Args:
             user_id: The memory's owner.
-            memory_id: The memory to forget (its whole chain goes on approval).
+            memory_id: The memory to forget (its older versions go with it on approval).
             reason: Why, as the requester put it (at most 300 characters).
             source: Which door asked (``store``, ``mcp``, …), shown with the request.
 

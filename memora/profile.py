@@ -63,7 +63,7 @@ def profile_field_refusal(key: str, value: str, judge: Judgement) -> str | None:
     if verdict is not None and verdict[0] is RejectionReason.INSTRUCTION_LIKE:
         return "it reads as an instruction to the assistant"
     if judge.secret_probability([sentence])[0] >= PROFILE_SECRET:
-        return "it holds a secret (a password, code or security answer) that Memora does not store"
+        return "it holds sensitive data (a password, code or answer) that Memora does not store"
     return None
 
 
@@ -106,9 +106,6 @@ class UserProfileStore:
         """
         user_id = validate_user_id(user_id)
         key, value = validate_profile_field(key, value)
-        refused = profile_field_refusal(key, value, judge) if judge is not None else None
-        if refused is not None:
-            raise InvalidInput(f"profile field refused: {refused}")
         if holds_sensitive_data(key, value):
             # The profile is shown to the model every turn and kept at rest: it may hold
             # nothing a memory may not (the message names no part of the field).
@@ -116,6 +113,9 @@ class UserProfileStore:
                 "profile field refused: it holds sensitive data (a password, key, card or "
                 "ID number) that Memora does not store"
             )
+        refused = profile_field_refusal(key, value, judge) if judge is not None else None
+        if refused is not None:
+            raise InvalidInput(f"profile field refused: {refused}")
         with self.db.transaction() as conn:
             stored = value
             if self.sealed:

@@ -27,8 +27,11 @@ QUESTION = "Delete this memory? [y/N]"
 def approval_request(
     action: ForgetAction, deletes: list[dict[str, str]] | None = None
 ) -> dict[str, Any]:
-    """The interrupt value for one deletion: Memora's fields, every memory it removes (the
-    chain, oldest first) and the standard HITL request."""
+    """The interrupt value for one deletion: Memora's fields, every memory it removes (it and
+    the older versions it replaced, oldest first) and the standard HITL request, whose
+    description names each of them too (it is what Studio and Agent Chat UI show)."""
+    older = [d["content"] for d in deletes or [] if d.get("memory_id") != action.memory_id]
+    also = "".join(f"\nAlso deletes this older version: {text}" for text in older)
     return {
         "memory_id": action.memory_id,
         "preview": action.preview,
@@ -40,7 +43,7 @@ def approval_request(
                 "name": REQUEST_FORGET_MEMORY,
                 "args": {"memory_id": action.memory_id, "reason": action.reason},
                 "description": (
-                    f"Delete this memory and its history?\n\nMemory: {action.preview}\n"
+                    f"Delete this memory?\n\nMemory: {action.preview}{also}\n"
                     f"Reason: {action.reason}"
                 ),
             }
@@ -80,11 +83,18 @@ def approve_forget(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Interrupt once per forget action; the node re-runs on resume, so nothing happens before."""
     user_id = owned_user_id(state, runtime)
     memora = library(runtime)
-    approved = []
+    approved: list[str] = []
+    covered: set[str] = set()
     for action in state.forget_actions():
+        if action.memory_id in covered:
+            # An older version a deletion approved above removes: asking again could only
+            # show a choice that is no longer there.
+            approved.append(action.memory_id)
+            continue
         # Reading is no side effect: the node may re-run on resume.
         chain = memora.chain(user_id, action.memory_id)
         deletes = [{"memory_id": unit.id, "content": unit.content} for unit in chain]
         if is_approval(interrupt(approval_request(action, deletes))):
             approved.append(action.memory_id)
+            covered.update(unit.id for unit in chain)
     return {"approved_forget_ids": approved}

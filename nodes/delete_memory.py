@@ -49,7 +49,7 @@ def delete_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
 
 
 def _chain_texts(memora: Memora, user_id: str, memory_id: str) -> list[str]:
-    """The texts of a memory and its chain, read before they are deleted (none on a re-run)."""
+    """The texts of a memory and the versions it replaced, read before they are deleted."""
     return [unit.content for unit in memora.chain(user_id, memory_id)]
 
 

@@ -142,8 +142,13 @@ class TurnResult:
         return [a for a in self.actions if isinstance(a, RememberAction)]
 
     def forget_actions(self) -> list[ForgetAction]:
-        """The pending forget actions, in the order the model asked."""
-        return [a for a in self.actions if isinstance(a, ForgetAction)]
+        """The pending forget actions, in the order the model asked, one per memory (a second
+        request for the same memory would be a second question about one deletion)."""
+        first: dict[str, ForgetAction] = {}
+        for action in self.actions:
+            if isinstance(action, ForgetAction):
+                first.setdefault(action.memory_id, action)
+        return list(first.values())
 
 
 @dataclass(kw_only=True)
@@ -161,7 +166,7 @@ class Turn(TurnResult):
     approved_forget_ids: list[str] = field(default_factory=list)
     """Memory ids whose deletion the user approved in this turn."""
     deleted_memory_ids: list[str] = field(default_factory=list)
-    """Memory ids actually deleted in this turn (whole chains)."""
+    """Memory ids actually deleted in this turn (with the older versions they replaced)."""
     scrubbed_threads: int = 0
     """The user's other threads whose turns about a deleted memory were blanked."""
     commit_outcomes: list[dict[str, Any]] = field(default_factory=list)

@@ -164,7 +164,7 @@ async def memories(inspector: Inspector, request: Request, user_id: str) -> Any:
 
 
 async def memory(inspector: Inspector, request: Request, user_id: str) -> Any:
-    """One memory with its history and audit trail; DELETE forgets it and its chain."""
+    """One memory with its history and audit trail; DELETE forgets it and its older versions."""
     memory_id = request.path_params["memory_id"]
     if request.method == "DELETE":
         done = await inspector.call(service.forget, user_id, memory_id)

@@ -132,7 +132,7 @@ def memory_detail(memora: Memora, user_id: str, memory_id: str) -> dict[str, Any
 
 
 def forget_preview(memora: Memora, user_id: str, memory_id: str) -> dict[str, Any]:
-    """Everything forgetting this memory deletes: the memory and its whole history chain.
+    """Everything forgetting this memory deletes: the memory and the older versions it replaced.
 
     Raises:
         NotFound: The id names no memory of this user.
@@ -145,7 +145,7 @@ def forget_preview(memora: Memora, user_id: str, memory_id: str) -> dict[str, An
 
 
 def forget(memora: Memora, user_id: str, memory_id: str) -> dict[str, Any]:
-    """Delete the memory and its chain, as ``memora memories forget`` does; returns the
+    """Delete the memory and its older versions, as ``memora memories forget`` does; returns the
     deleted ids and their texts (for taking them out of the conversations).
 
     Raises:
@@ -211,7 +211,7 @@ def forget_requests(memora: Memora, user_id: str) -> list[dict[str, Any]]:
 
 
 def decide_request(memora: Memora, user_id: str, request_id: str, decision: Any) -> dict[str, Any]:
-    """Approve or reject one deletion request; approving deletes the memory and its chain.
+    """Approve or reject one deletion request; approving deletes the memory and its older versions.
 
     Raises:
         InvalidInput: The decision is not "approve" or "reject".

@@ -381,6 +381,10 @@ class RowStore(Protocol):
         """Every memory linked to ``memory_id`` by supersession, oldest first."""
         ...
 
+    def replaced(self, user_id: str, memory_id: str) -> builtins.list[MemoryUnit]:
+        """The memory and every older version it replaced, oldest first."""
+        ...
+
     def is_tombstoned(self, user_id: str, memory_id: str) -> bool:
         """Whether this user's memory was deleted."""
         ...

@@ -473,6 +473,21 @@ class SqlRowStore(ABC):
                         frontier.append(linked)
         return sorted(seen.values(), key=lambda unit: unit.created_at)
 
+    def replaced(self, user_id: str, memory_id: str) -> builtins.list[MemoryUnit]:
+        """The memory and every version it replaced, however far back: those whose
+        ``superseded_by`` names it or one of them. Newer versions are not among them."""
+        start = self.get(user_id, memory_id)
+        if start is None:
+            return []
+        found: dict[str, MemoryUnit] = {start.id: start}
+        frontier = [start.id]
+        while frontier:
+            condition, ids = self._id_in("superseded_by", frontier)
+            units = self._units(f"{self.select} WHERE user_id = ? AND {condition}", [user_id, *ids])
+            frontier = [unit.id for unit in units if unit.id not in found]
+            found.update((unit.id, unit) for unit in units)
+        return sorted(found.values(), key=lambda unit: unit.created_at)
+
     def vector_keys(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, bytes]:
         """Keys of this user's live memories among ``memory_ids``."""
         found: dict[str, bytes] = {}

@@ -329,12 +329,13 @@ class LongTermMemoryStore:
         return touched
 
     def delete(self, user_id: str, memory_id: str) -> list[str]:
-        """Hard-delete a memory and its whole supersession chain, leaving a tombstone.
+        """Hard-delete a memory and every older version it replaced, leaving tombstones; a
+        newer version that replaced it stays (a fact of its own, kept as the user last said).
 
         Idempotent: deleting an unknown, foreign or already deleted id returns [].
         """
         with self._lock:
-            chain_ids = [unit.id for unit in self.chain(user_id, memory_id)]
+            chain_ids = [unit.id for unit in self.replaced(user_id, memory_id)]
             if not chain_ids:
                 return []
             bump = self.rows.delete_with_tombstones(user_id, chain_ids)
@@ -381,6 +382,10 @@ class LongTermMemoryStore:
     def chain(self, user_id: str, memory_id: str) -> list[MemoryUnit]:
         """Every memory linked to ``memory_id`` by supersession, oldest first."""
         return self.rows.chain(user_id, memory_id)
+
+    def replaced(self, user_id: str, memory_id: str) -> list[MemoryUnit]:
+        """The memory and every older version it replaced (what a delete removes)."""
+        return self.rows.replaced(user_id, memory_id)
 
     def get(self, user_id: str, memory_id: str) -> MemoryUnit | None:
         """One memory of this user, or None for an unknown or foreign id."""

@@ -113,9 +113,11 @@ def _check_ids_and_side_fields(unit: MemoryUnit) -> None:
         if value is not None and not (isinstance(value, str) and is_memory_id(value)):
             raise InvalidInput(f"{name} is not a Memora memory id (32 hex digits)")
     # Checked apart from the detectors: a 32-hex id looks like a high-entropy key to them.
+    if is_sensitive(unit.kind) or is_sensitive(unit.source.actor):
+        raise InvalidInput("sensitive_data (in kind or source)")
     threads = [t for t in (unit.source.thread_id, unit.thread_id) if t and not _UUID.fullmatch(t)]
-    if any(is_sensitive(text) for text in (unit.kind, unit.source.actor, *threads) if text):
-        raise InvalidInput("sensitive_data (in kind, source or thread id)")
+    if any(is_sensitive(thread) for thread in threads):
+        raise InvalidInput("sensitive_data (in a thread id)")
     if any(is_sensitive(text) for text in _texts_of(metadata)):
         raise InvalidInput("sensitive_data (in metadata)")
 

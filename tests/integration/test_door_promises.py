@@ -185,3 +185,16 @@ def test_the_profile_keeps_ordinary_fields(memora: Memora) -> None:
     for key, value in ordinary:
         memora.set_profile("alice", key, value)
     assert memora.get_profile("alice") == dict(ordinary)
+
+
+def test_a_forget_takes_the_versions_it_replaced_and_leaves_the_newer(memora: Memora) -> None:
+    first = memora.add("alice", "I live in Lisbon").memory_id
+    second = memora.add("alice", "I live in Porto", replaces=first).memory_id
+    third = memora.add("alice", "I live in Braga", replaces=second).memory_id
+    assert {unit.id for unit in memora.chain("alice", second)} == {first, second}
+    assert {unit.id for unit in memora.history("alice", second).chain} == {first, second, third}
+    request = memora.request_forget("alice", second, reason="wrong city")
+    assert request is not None
+    assert sorted(memora.approve_forget("alice", request.id) or []) == sorted([first, second])
+    assert [unit.id for unit in memora.list("alice")] == [third]
+    assert [unit.id for unit in memora.history("alice", third).chain] == [third]

@@ -385,3 +385,21 @@ def test_a_turn_reads_the_profile_once_and_keeps_no_background(
     assert _tool_names(result) == ["search_memory"]  # two model calls in the turn
     assert reads == ["alice"]
     assert result["background"] == ""  # the saved state holds no profile
+
+
+def test_the_approval_names_every_version_it_deletes_and_no_newer_one(agent: Any) -> None:
+    """Forgetting a fact deletes it and the versions it replaced, and the question names each;
+    a version that replaced it later is a fact of its own and stays."""
+    library = _store()
+    oldest = library.add("alice", "I live in Kaohsiung").memory_id
+    current = library.add("alice", "I live in Tainan", replaces=oldest).memory_id
+    paused = _turn(agent, "t1", "Please forget that I live in Tainan.")
+    [request] = [interrupt.value for interrupt in paused["__interrupt__"]]
+    assert {d["memory_id"] for d in request["deletes"]} == {oldest, current}
+    description = request["action_requests"][0]["description"]
+    assert "Also deletes this older version: I live in Kaohsiung" in description
+    # Before the answer, the user moves again: the newer fact is not in what was shown.
+    newest = library.add("alice", "I live in Taipei", replaces=current).memory_id
+    approved = _resume(agent, "t1", {"decisions": [{"type": "approve"}]})
+    assert sorted(approved["deleted_memory_ids"]) == sorted([oldest, current])
+    assert [unit.id for unit in library.list("alice")] == [newest]
