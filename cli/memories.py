@@ -183,7 +183,8 @@ def _report_deleted(memora: Memora, user: str, deleted: list[str], texts: list[s
 @memories_app.command("pending")
 def memories_pending(user: UserOption = "default") -> None:
     """List deletion requests waiting for your approval (from the store, MCP, …)."""
-    requests = open_memora().pending_forgets(user)
+    memora = open_memora()
+    requests = memora.pending_forgets(user)
     if not requests:
         console.print("no deletion requests pending")
         return
@@ -194,11 +195,17 @@ def memories_pending(user: UserOption = "default") -> None:
             escape(request.memory_id),
             escape(request.source),
             escape(request.requested_at[:19]),
-            escape(request.preview),
+            escape(_with_older_versions(memora, user, request.memory_id, request.preview)),
             escape(request.reason),
         )
     console.print(table)
     console.print("approve with `memora memories approve REQUEST`, keep with `… reject REQUEST`")
+
+
+def _with_older_versions(memora: Memora, user: str, memory_id: str, preview: str) -> str:
+    """A request's preview and each older version its approval deletes too."""
+    older = [unit.content for unit in memora.chain(user, memory_id) if unit.id != memory_id]
+    return "\n".join([preview, *(f"also deletes this older version: {text}" for text in older)])
 
 
 @memories_app.command("approve")

@@ -201,6 +201,11 @@ def forget_requests(memora: Memora, user_id: str) -> list[dict[str, Any]]:
             "request_id": request.id,
             "memory_id": request.memory_id,
             "preview": request.preview,
+            "also_deletes": [
+                unit.content
+                for unit in memora.chain(user_id, request.memory_id)
+                if unit.id != request.memory_id
+            ],
             "reason": request.reason,
             "source": request.source,
             "updated": request.requested_at,

@@ -68,6 +68,11 @@ def pending_json(thread_id: str, updated: str, request: dict[str, Any]) -> dict[
         "updated": updated,
         "memory_id": request["memory_id"],
         "preview": request.get("preview", ""),
+        "also_deletes": [
+            str(d.get("content", ""))
+            for d in request.get("deletes") or []
+            if isinstance(d, dict) and d.get("memory_id") != request["memory_id"]
+        ],
         "reason": request.get("reason", ""),
         "description": action.get("description", ""),
         "allowed_decisions": config.get("allowed_decisions", ["approve", "reject"]),

@@ -43,3 +43,21 @@ def test_pending_requests_are_approved_or_rejected_from_the_cli(tmp_path: Path) 
     assert "Mochi" in remaining and "Dr. Lin" not in remaining
     assert "no deletion requests pending" in ok(run(data, "memories", "pending", "-u", "alice"))
     assert one_error_line(run(data, "memories", "reject", cat, "--user", "alice"))
+
+
+def test_forget_and_pending_name_every_older_version_that_goes(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    memora = Memora(load_settings(data_dir=data, database_url=None, chroma_url=None))
+    try:
+        first = memora.add("alice", "I live in Lisbon").memory_id or ""
+        second = memora.add("alice", "I live in Porto", replaces=first).memory_id or ""
+        memora.add("alice", "I live in Braga", replaces=second)
+        memora.request_forget("alice", second, reason="wrong", source="store")
+    finally:
+        memora.close()
+    shown = ok(run(data, "memories", "pending", "--user", "alice"))
+    assert "older version: I live in Lisbon" in shown and "Braga" not in shown
+    said = ok(run(data, "memories", "forget", second, "--user", "alice", "--yes"))
+    assert "Also deletes this older version: I live in Lisbon" in said
+    assert "deleted 2 version(s)" in said
+    assert "Braga" in ok(run(data, "memories", "list", "--user", "alice"))

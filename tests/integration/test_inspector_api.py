@@ -227,3 +227,16 @@ def test_deletion_requests_from_the_store_are_answered_on_the_approvals_page(
     assert approved["deleted"] == [gone] and memora.get("alice", gone) is None
     left = client.get("/ui/api/approvals", headers=alice).json()["pending"]
     assert all("request_id" not in item for item in left)
+
+
+def test_a_request_on_the_approvals_page_names_the_older_versions_it_deletes(
+    local: tuple[TestClient, Memora],
+) -> None:
+    client, memora = local
+    first = memora.add("alice", "I work at Acme.").memory_id or ""
+    second = memora.add("alice", "I work at Globex now.", replaces=first).memory_id or ""
+    third = memora.add("alice", "I work at Initech now.", replaces=second).memory_id or ""
+    memora.request_forget("alice", second, reason="wrong", source="store")
+    [item] = [i for i in client.get("/ui/api/approvals").json()["pending"] if "request_id" in i]
+    assert item["also_deletes"] == ["I work at Acme."]  # not the newer Initech
+    assert client.get(f"/ui/api/memories/{third}").json()["chain"]  # the history stays whole

@@ -290,6 +290,8 @@ function approvalCard(item) {
   const where = item.request_id ? "requested through " + item.source : "conversation " + item.thread_id;
   const card = el("li", { class: "approval", "data-memory": item.memory_id, "data-thread": item.thread_id || "" },
     el("p", { class: "text" }, item.preview),
+    ...(item.also_deletes || []).map((text) =>
+      el("p", { class: "text older" }, "Also deletes this older version: " + text)),
     el("div", { class: "meta" }, el("span", {}, "Reason: " + (item.reason || "—"))),
     el("div", { class: "meta" },
       el("span", {}, where), el("span", {}, "asked " + when(item.updated))),
