@@ -196,15 +196,15 @@ def _redact_json(
 ) -> tuple[str, int]:
     """A JSON text redacted value by value, so that what is left is still JSON: a cut
     through ``\\"sunflower\\"`` would break the document, and a value escaped as
-    ``\\u85cd…`` is found only once parsed. The values are first read in the text as a
-    whole, where a key says what its value opens (``"door_code": 7391``), then cut wherever
-    they stand, numbers and keys included. What cannot be written back as the JSON it was (two
-    keys cut to one, a number too large for a float, a lone surrogate) is redacted as text."""
+    ``\\u85cd…`` is found only once parsed. The detectors first read the text as a whole,
+    where a key says what its value opens (``"door_code": 7391``), as they read "door code:
+    7391"; the values they find are then cut wherever they stand, numbers and keys included.
+    What cannot be written back as the JSON it was (two keys cut to one, a number too large
+    for a float, a lone surrogate) is redacted as text."""
     try:
-        read_as_text = _values_in(text, keep)
-        if read_as_text is None:
+        if is_sensitive(text) and sensitive_spans(text) is None:
             raise ValueError("a value that cannot be placed")
-        chased = [*(also or []), *read_as_text]
+        chased = [*(also or []), *sensitive_values(text, keep)]
         redacted, count = _redact_parsed(parsed, chased, keep, judge)
         if not count:
             return text, 0
@@ -222,38 +222,24 @@ def _redact_json(
     return written, count
 
 
-def _values_in(text: str, keep: frozenset[str]) -> list[str] | None:
-    """The values the detectors find in ``text`` read as text (a keyword rule reads a key and
-    its value as it reads "door code: 7391"); None where a detector fires and no value can be
-    placed. The trained decisions read each value with its key instead (:func:`_with_key`):
-    JSON's marks around them read to them as a sentence never does."""
-    spans = sensitive_spans(text) if is_sensitive(text) else []
-    if spans is None:
-        return None
-    return sorted(values_outside_kept(text, spans, keep), key=len, reverse=True)
-
-
 def _redact_parsed(
-    value: Any, also: list[str], keep: frozenset[str], judge: Judgement | None
+    value: Any, also: list[str], keep: frozenset[str], judge: Judgement | None, key: str = ""
 ) -> tuple[Any, int]:
-    """A parsed JSON value redacted: strings as :func:`redact_tree` does (a JSON string inside
-    is JSON again), a number that is or holds a value replaced by the mark."""
+    """A parsed JSON value redacted: a string as :func:`redact_tree` does (a JSON string
+    inside is JSON again), the trained decisions reading it beside its ``key``; a number that
+    is or holds a value replaced by the mark; a key that holds one cut."""
     if isinstance(value, str):
-        return redact_tree(value, also, keep, judge)
-    if isinstance(value, dict) and judge is not None:
-        value = {
-            key: _with_key(key, item, keep, judge) if isinstance(item, str) else item
-            for key, item in value.items()
-        }
-    if isinstance(value, _KeyedText):
-        cleaned = redact(value.text, also=[*also, *value.values], keep=keep)
+        beside_key = _with_key(key, value, keep, judge) if judge is not None else None
+        if beside_key is None:
+            return redact_tree(value, also, keep, judge)
+        cleaned = redact(value, also=[*also, *beside_key], keep=keep)
         return cleaned.text, cleaned.redactions
     if isinstance(value, dict):
         keys = {key: redact(key, keep=keep) if is_sensitive(key) else None for key in value}
         renamed = {key: cut.text if cut else key for key, cut in keys.items()}
         if len(set(renamed.values())) != len(renamed):
             raise ValueError("two keys cut to one")
-        pairs = {key: _redact_parsed(item, also, keep, judge) for key, item in value.items()}
+        pairs = {k: _redact_parsed(item, also, keep, judge, k) for k, item in value.items()}
         return (
             {renamed[key]: item for key, (item, _) in pairs.items()},
             sum(n for _, n in pairs.values()) + sum(cut.redactions for cut in keys.values() if cut),
@@ -275,39 +261,29 @@ def judged_values(text: str, judge: Judgement, keep: frozenset[str] = frozenset(
     parsed = _json_container(text)
     if parsed is None:
         return values_outside_kept(text, located_secret_spans(text, judge), keep)
-    return {value for keyed in _keyed_texts(parsed, keep, judge) for value in keyed.values}
+    return _judged_in(parsed, keep, judge)
 
 
-def _keyed_texts(value: Any, keep: frozenset[str], judge: Judgement) -> list[_KeyedText]:
+def _judged_in(value: Any, keep: frozenset[str], judge: Judgement, key: str = "") -> set[str]:
+    """The values the trained decisions read in each string of a parsed JSON value that stands
+    under a key (a JSON string inside is read as JSON in turn)."""
     if isinstance(value, dict):
-        read = [
-            _with_key(key, item, keep, judge) if isinstance(item, str) else item
-            for key, item in value.items()
-        ]
-        return [found for item in read for found in _keyed_texts(item, keep, judge)]
+        return {found for k, item in value.items() for found in _judged_in(item, keep, judge, k)}
     if isinstance(value, list):
-        return [found for item in value for found in _keyed_texts(item, keep, judge)]
-    if isinstance(value, _KeyedText):
-        return [value]
+        return {found for item in value for found in _judged_in(item, keep, judge)}
     if isinstance(value, str) and (parsed := _json_container(value)) is not None:
-        return _keyed_texts(parsed, keep, judge)
-    return []
+        return _judged_in(parsed, keep, judge)
+    if isinstance(value, str):
+        return set(_with_key(key, value, keep, judge) or ())
+    return set()
 
 
-@dataclass(frozen=True)
-class _KeyedText:
-    """A JSON string value and the values the trained decisions read in it beside its key."""
-
-    text: str
-    values: tuple[str, ...]
-
-
-def _with_key(key: str, text: str, keep: frozenset[str], judge: Judgement) -> str | _KeyedText:
-    """``text`` read by the trained decisions as "door code: …" under a key ``door_code``: a
-    bare "sunflower field" opens nothing, a wifi password's does. A JSON text inside stays a
-    string, read in turn as JSON."""
-    if not text.strip() or text in keep or _json_container(text) is not None:
-        return text
+def _with_key(key: str, text: str, keep: frozenset[str], judge: Judgement) -> set[str] | None:
+    """The values the trained decisions read in ``text`` as "door code: …" under a key
+    ``door_code`` (a bare "sunflower field" opens nothing, a wifi password's does); None for a
+    text with no key, a blank or kept one, or a JSON text (read as JSON instead)."""
+    if not key or not text.strip() or text in keep or _json_container(text) is not None:
+        return None
     label = re.sub(r"[_\-\s]+|(?<=[a-z])(?=[A-Z])", " ", key).strip()
     read = f"{label}: {text}" if label else text
     shift = len(read) - len(text)
@@ -316,7 +292,7 @@ def _with_key(key: str, text: str, keep: frozenset[str], judge: Judgement) -> st
         for start, end in secret_value_spans(read, judge)
         if end > shift
     ]
-    return _KeyedText(text, tuple(values_outside_kept(text, spans, keep)))
+    return values_outside_kept(text, spans, keep)
 
 
 def _echo_pattern(value: str) -> str:

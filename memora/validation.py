@@ -9,7 +9,6 @@ the rule, never the input itself, so they fit one line and leak nothing.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 
 from memora.errors import InvalidInput
@@ -45,12 +44,6 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def has_surrogates(value: str) -> bool:
     """Whether the text holds lone surrogates (not encodable as UTF-8)."""
     return _SURROGATE.search(value) is not None
-
-
-def is_blank(value: str) -> bool:
-    """Whether the text holds nothing but spaces and invisible format characters (a zero-width
-    space, a byte-order mark): no word to read, embed or show."""
-    return all(char.isspace() or unicodedata.category(char) == "Cf" for char in value)
 
 
 def check_text(value: object, field: str, max_chars: int, *, allow_empty: bool = False) -> str:

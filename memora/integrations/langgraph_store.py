@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -51,7 +50,7 @@ from memora.models import (
     RejectionReason,
 )
 from memora.recall.retrieval import RetrievedMemory
-from memora.storage.store import is_memory_id
+from memora.storage.store import UUID_FORM, is_random_id
 from memora.validation import check_identifier, validate_user_id
 from memora.write.policy import check_candidate
 
@@ -63,7 +62,6 @@ _REFUSED_IN_KEYS = frozenset({RejectionReason.SENSITIVE_DATA, RejectionReason.IN
 STORE_KEY = "store_key"
 """Metadata field holding the key a memory was put under."""
 VALUE_FIELDS = frozenset({"content", "memory_type"})
-_UUID_FORM = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 class MemoraStore(BaseStore):
@@ -195,8 +193,8 @@ class MemoraStore(BaseStore):
         Raises:
             MemoryRefused: The key holds a secret or reads as an instruction.
         """
-        if _UUID_FORM.fullmatch(key) or is_memory_id(key):
-            return  # an id: its hex digits read as a key to the detectors
+        if is_random_id(key):
+            return
         # The rules alone: a trained gate reads most short names as vague or as codes.
         verdict = check_candidate(MemoryCandidate(content=key))
         if verdict and verdict[0] in _REFUSED_IN_KEYS:
@@ -245,7 +243,7 @@ class MemoraStore(BaseStore):
         memory written another way (the agent, the CLI) its id."""
         check_identifier(key, "store key", MAX_MEMORY_ID_CHARS)
         # LangMem hands ids back as UUIDs: a memory id (32 hex digits) comes back dashed.
-        memory_id = key.replace("-", "") if _UUID_FORM.fullmatch(key) else key
+        memory_id = key.replace("-", "") if UUID_FORM.fullmatch(key) else key
         unit = self.memora.get(user_id, memory_id)
         if unit is not None and unit.status is MemoryStatus.ACTIVE and _key(unit) == unit.id:
             return unit

@@ -60,6 +60,8 @@ __all__ = [
 ]
 
 _MEMORY_ID = re.compile(r"[0-9a-f]{32}")
+UUID_FORM = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+"""A UUID in its dashed form (LangGraph's thread ids, LangMem's store keys)."""
 
 
 def _superseded_by(olds: Sequence[MemoryUnit], new_id: str) -> list[MemoryUnit]:
@@ -76,6 +78,13 @@ def _superseded_by(olds: Sequence[MemoryUnit], new_id: str) -> list[MemoryUnit]:
 def new_memory_id() -> str:
     """Return a fresh memory id."""
     return uuid.uuid4().hex
+
+
+def is_random_id(text: str) -> bool:
+    """Whether ``text`` is a random id, a memory id or a UUID (any case): its hex digits read
+    as a key to the secret detectors, yet it can carry no words."""
+    lowered = text.lower()
+    return is_memory_id(lowered) or UUID_FORM.fullmatch(lowered) is not None
 
 
 def is_memory_id(text: str) -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import builtins
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +14,7 @@ from memora.audit import AuditLog
 from memora.judgement import Judgement
 from memora.limits import MAX_IMPORT_LINE_CHARS
 from memora.models import MemoryCandidate, MemoryUnit
-from memora.storage.store import is_memory_id, new_memory_id
+from memora.storage.store import is_memory_id, is_random_id, new_memory_id
 from memora.validation import (
     InvalidInput,
     check_text,
@@ -115,15 +114,11 @@ def _check_ids_and_side_fields(unit: MemoryUnit) -> None:
     # Checked apart from the detectors: a 32-hex id looks like a high-entropy key to them.
     if is_sensitive(unit.kind) or is_sensitive(unit.source.actor):
         raise InvalidInput("sensitive_data (in kind or source)")
-    threads = [t for t in (unit.source.thread_id, unit.thread_id) if t and not _UUID.fullmatch(t)]
+    threads = [t for t in (unit.source.thread_id, unit.thread_id) if t and not is_random_id(t)]
     if any(is_sensitive(thread) for thread in threads):
         raise InvalidInput("sensitive_data (in a thread id)")
     if any(is_sensitive(text) for text in _texts_of(metadata)):
         raise InvalidInput("sensitive_data (in metadata)")
-
-
-_UUID = re.compile(r"[0-9a-f]{32}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}", re.IGNORECASE)
-"""A thread id as the chat and LangGraph give them: random hex, which reads as a key."""
 
 
 def _texts_of(value: Any, path: str = "") -> Iterator[str]:

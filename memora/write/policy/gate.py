@@ -27,8 +27,8 @@ from typing import Protocol
 from memora.judgement.decisions import Judgement
 from memora.limits import MAX_MEMORY_CHARS, MAX_USER_MESSAGE_CHARS
 from memora.models import MemoryCandidate, MemoryScope, PolicyRejection, RejectionReason
-from memora.text.folding import fold
-from memora.validation import has_surrogates, is_blank
+from memora.text.folding import fold, strip_invisible
+from memora.validation import has_surrogates
 from memora.write.policy.engine import load_rule_file
 from memora.write.policy.ephemeral import check_ephemeral
 from memora.write.policy.injection import check_encoded_instruction, check_instruction_like
@@ -127,7 +127,7 @@ def check_candidate(
         return RejectionReason.TOO_VAGUE, "vague:source-too-long"
     if has_surrogates(candidate.content) or has_surrogates(message):
         return RejectionReason.TOO_VAGUE, "vague:not-utf8"
-    if is_blank(candidate.content):
+    if not strip_invisible(candidate.content).strip():
         return RejectionReason.TOO_VAGUE, "vague:empty"  # nothing for a judgement to read
     for reason, check in HARD_RULES:
         if reason is RejectionReason.EPHEMERAL and candidate.scope is MemoryScope.THREAD:

@@ -195,7 +195,8 @@ _CLOSERS = {
     "<": ">",
 }
 """Each opening quote or bracket and the marks that may close it (a typed "…” is one pair)."""
-_QUOTE_BODY = r"""[^\n"'”’」』»›]{1,64}"""
+_MAX_QUOTED_CHARS = 64
+_QUOTE_BODY = rf"""[^\n"'”’」』»›]{{1,{_MAX_QUOTED_CHARS}}}"""
 _QUOTED_AFTER = (
     (r"\s*(?:is|was|是|为|[:=])\s*", r"""\\?["'“‘„«‹「『]"""),
     (r"\s+", r"""\\?["“‘„«‹「『]"""),
@@ -205,7 +206,6 @@ _QUOTED_AFTER = (
 and the quotes it may open with after it: a plain quote needs a space or "is" before it (a
 keyword may end a quote: "wrong PIN" message), an apostrophe needs "is" ("my password 'cause
 …"), a curly or CJK quote nothing ("密碼「藍色月亮」")."""
-_MAX_QUOTED_CHARS = 64
 
 
 def _keyword_categories() -> list[tuple[str, str, bool]]:
@@ -352,7 +352,8 @@ def _value_bounds(folded: str, start: int, end: int) -> tuple[int, int]:
     bracketed value is what stands between its marks (a JSON string's ``\\"`` included), so
     a passphrase of several words goes whole and the marks stay to pair up; a value that runs
     on past its closing mark ("[admin]2024!x") or opens a quote that never closes is a token
-    (:func:`_value_end`), as is any other value."""
+    (:func:`_value_end`), as is any other value. A mark just before ``start`` opens the value
+    too: a rule's gap may have taken it."""
     start = _after_marks(folded, start)
     opener = start - 1
     if opener < 0 or folded[opener] not in _CLOSERS:
@@ -368,7 +369,7 @@ def _value_bounds(folded: str, start: int, end: int) -> tuple[int, int]:
 
 def _after_marks(folded: str, start: int) -> int:
     """``start`` moved past an opening mark (and a JSON escape before it) that the rule's value
-    began with; a mark the rule's gap took just before ``start`` is read as the opener too."""
+    began with."""
     at = start + 1 if folded.startswith("\\", start) else start
     if at < len(folded) and folded[at] in _CLOSERS:
         return at + 1
