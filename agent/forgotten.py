@@ -65,9 +65,27 @@ def blanked_fields(values: dict[str, object], forgotten: Forgotten) -> dict[str,
         if isinstance(text, str) and text and forgotten.in_text(text):
             update[name] = REMOVED if name == "reply" else ""
     actions = values.get("pending_actions")
-    if isinstance(actions, list) and forgotten.in_text(json.dumps(actions, default=str)):
-        update["pending_actions"] = []
+    if isinstance(actions, list) and forgotten.in_text(_json(actions)):
+        update["pending_actions"] = _blanked_actions(actions, forgotten)
     return update
+
+
+def _blanked_actions(actions: list[object], forgotten: Forgotten) -> list[object]:
+    """Pending actions without the forgotten memory's words. A deletion waiting for its
+    answer stays, its preview and reason blanked: the answers of a paused turn are matched
+    to its questions in order, so dropping one would hand its answer to the next. Any other
+    action that carries the memory goes."""
+    kept: list[object] = []
+    for action in actions:
+        if not forgotten.in_text(_json(action)):
+            kept.append(action)
+        elif isinstance(action, dict) and action.get("type") == "forget_memory":
+            kept.append({**action, "preview": REMOVED, "reason": REMOVED})
+    return kept
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _message_text(message: AnyMessage) -> str:

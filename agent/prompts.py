@@ -86,6 +86,9 @@ FORGET_DELETED_LINE = (
 """The reply after an approved deletion: the memory is not named again."""
 FORGET_OTHER_THREADS = " and from {count} other conversation(s)"
 """Added when the user's other threads held the memory too."""
+FORGET_GONE_LINE = "Memory already deleted{count}; nothing more to delete."
+"""The reply after an approved deletion whose memory was gone when it ran: deleted another way
+while the question waited, or by this approval before a crash cut the turn short."""
 FORGET_KEPT_LINE = "Memory kept (deletion not approved): {preview}"
 """One line per deletion the user did not approve."""
 

@@ -115,13 +115,20 @@ def run_turn(
         payload = _resume(agent, config, ask)
     values = dict(agent.get_state(config).values)
     if values.get("approved_forget_ids") or _had_forget(State(**values)):
-        deleted = values.get("deleted_memory_ids") or []
-        console.print("Memory deleted." if deleted else "Memory deletion cancelled; kept.")
+        console.print(_outcome(values))
     return values
 
 
 def _had_forget(state: State) -> bool:
     return state.stop_reason == StopReason.FINAL_ANSWER and bool(state.forget_actions())
+
+
+def _outcome(values: dict[str, Any]) -> str:
+    if values.get("deleted_memory_ids"):
+        return "Memory deleted."
+    if values.get("approved_forget_ids"):
+        return "Memory already deleted; nothing more to delete."
+    return "Memory deletion cancelled; kept."
 
 
 def _pending_interrupts(agent: Any, config: dict[str, Any]) -> list[Any]:
@@ -136,6 +143,8 @@ def _resume(agent: Any, config: dict[str, Any], ask: Asker) -> Command | None:
         return None
     request = pending[0].value
     console.print("--- Forget Request ---")
+    if request.get("error"):
+        console.print(request["error"], markup=False)
     console.print(f"Memory: {request.get('preview')}", markup=False)
     console.print(f"Reason: {request.get('reason')}", markup=False)
     answer = ask(request)

@@ -8,16 +8,19 @@ Chat UI render as a review card) beside Memora's own fields (``memory_id``, ``pr
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
+from agent.forgotten import REMOVED, Forgotten
 from agent.tool_schemas import REQUEST_FORGET_MEMORY
 from nodes.common import library, owned_user_id
 from nodes.state import Context, ForgetAction, State
 
 _YES = {"y", "yes", "approve", "true"}
+_NO = {"n", "no", "reject", "false", ""}
 ALLOWED_DECISIONS = ["approve", "reject"]
 """The standard decisions a deletion accepts: no edit (the memory id is not the
 reviewer's to change) and no respond (a person is not the tool's result)."""
@@ -25,14 +28,17 @@ QUESTION = "Delete this memory? [y/N]"
 
 
 def approval_request(
-    action: ForgetAction, deletes: list[dict[str, str]] | None = None
+    action: ForgetAction, deletes: list[dict[str, str]] | None = None, error: str = ""
 ) -> dict[str, Any]:
     """The interrupt value for one deletion: Memora's fields, every memory it removes (it and
     the older versions it replaced, oldest first) and the standard HITL request, whose
-    description names each of them too (it is what Studio and Agent Chat UI show)."""
+    description names each of them too (it is what Studio and Agent Chat UI show). With
+    ``error`` (the question asked again), it says first why."""
     older = [d["content"] for d in deletes or [] if d.get("memory_id") != action.memory_id]
     also = "".join(f"\nAlso deletes this older version: {text}" for text in older)
+    before = f"{error}\n\n" if error else ""
     return {
+        **({"error": error} if error else {}),
         "memory_id": action.memory_id,
         "preview": action.preview,
         "reason": action.reason,
@@ -43,7 +49,7 @@ def approval_request(
                 "name": REQUEST_FORGET_MEMORY,
                 "args": {"memory_id": action.memory_id, "reason": action.reason},
                 "description": (
-                    f"Delete this memory?\n\nMemory: {action.preview}{also}\n"
+                    f"{before}Delete this memory?\n\nMemory: {action.preview}{also}\n"
                     f"Reason: {action.reason}"
                 ),
             }
@@ -54,29 +60,93 @@ def approval_request(
     }
 
 
-def is_approval(answer: Any) -> bool:
-    """Whether a resume value approves the deletion.
+NOT_AN_ANSWER = (
+    "That answer ({kind}) was not understood, so nothing was deleted yet. Answer y or n,"
+    " or with one decision of type approve or reject."
+)
+"""Shown with the question asked again after an answer it cannot read. The answer itself is
+not repeated: someone may have typed anything at the prompt, and the question is kept."""
 
-    True for ``true``; "y"/"yes"/"approve"/"true" (any case, trimmed); ``{"approve": those}``;
-    and the standard ``{"decisions": [{"type": "approve"}]}``. Anything else keeps the
-    memory, the chat's ``[y/N]`` default: ``{"decisions": [{"type": "reject", ...}]}``, an
-    unknown decision type, or a list of decisions that is not exactly one (one action was
-    asked about, so more or fewer answers are not an answer to it).
+
+def read_answer(answer: Any) -> bool | None:
+    """Whether a resume value approves the deletion, or None if it is not an answer.
+
+    Approves: ``true``; "y"/"yes"/"approve"/"true" (any case, trimmed); ``{"approve": those}``;
+    the standard ``{"decisions": [{"type": "approve"}]}``. Keeps the memory: ``false``;
+    "n"/"no"/"reject"/"false" or an empty answer (the chat's ``[y/N]`` default);
+    ``{"approve": those}``; ``{"decisions": [{"type": "reject", ...}]}``. Anything else is not
+    an answer (the question is asked again): another word, a number, an unknown or
+    disallowed decision type, or a list that is not exactly one decision (one action was
+    asked about).
     """
     if isinstance(answer, dict) and "decisions" in answer:
-        return _standard_approval(answer["decisions"])
-    if isinstance(answer, dict):
-        answer = answer.get("approve")
-    if answer is True:
-        return True
-    return isinstance(answer, str) and answer.strip().lower() in _YES
+        return _standard_answer(answer["decisions"])
+    if isinstance(answer, dict) and set(answer) == {"approve"}:
+        answer = answer["approve"]
+    if isinstance(answer, bool):
+        return answer
+    if isinstance(answer, str):
+        word = answer.strip().lower()
+        return True if word in _YES else False if word in _NO else None
+    return None
 
 
-def _standard_approval(decisions: Any) -> bool:
+def _standard_answer(decisions: Any) -> bool | None:
     if not isinstance(decisions, list) or len(decisions) != 1:
-        return False
+        return None
     decision = decisions[0]
-    return isinstance(decision, dict) and decision.get("type") == "approve"
+    kind = decision.get("type") if isinstance(decision, dict) else None
+    return {"approve": True, "reject": False}.get(kind) if isinstance(kind, str) else None
+
+
+def _asked(action: ForgetAction, deletes: list[dict[str, str]]) -> bool:
+    """Ask until the answer is one; each question asked again says what was not understood
+    (resume values are matched to questions in order, so a re-run replays them all)."""
+    approved = read_answer(answer := interrupt(approval_request(action, deletes)))
+    while approved is None:
+        error = NOT_AN_ANSWER.format(kind=_kind(answer))
+        approved = read_answer(answer := interrupt(approval_request(action, deletes, error)))
+    return approved
+
+
+def blanked_request(request: dict[str, Any], forgotten: Forgotten) -> dict[str, Any]:
+    """A paused question with a memory forgotten elsewhere taken out of it: the question
+    stays (answers are matched to questions in order), its words about that memory go."""
+    if not forgotten.in_text(json.dumps(request, ensure_ascii=False, default=str)):
+        return request
+    memory_id = str(request.get("memory_id", ""))
+    gone = memory_id in forgotten.ids
+
+    def text(value: Any) -> str:
+        value = str(value or "")
+        return REMOVED if gone or forgotten.in_text(value) else value
+
+    action = ForgetAction(
+        memory_id=memory_id,
+        preview=text(request.get("preview")),
+        reason=text(request.get("reason")),
+    )
+    deletes = [
+        {**d, "content": REMOVED}
+        if d.get("memory_id") in forgotten.ids or forgotten.in_text(str(d.get("content")))
+        else d
+        for d in request.get("deletes") or []
+        if isinstance(d, dict)
+    ]
+    return approval_request(action, deletes, str(request.get("error", "")))
+
+
+def _kind(answer: Any) -> str:
+    if isinstance(answer, dict) and "decisions" in answer:
+        decisions = answer["decisions"]
+        if isinstance(decisions, list) and len(decisions) != 1:
+            return f"{len(decisions)} decisions for one question"
+        return "a decision other than approve or reject"
+    if isinstance(answer, str):
+        return "another word"
+    if isinstance(answer, int | float):
+        return "a number"
+    return "an object" if isinstance(answer, dict) else f"a {type(answer).__name__}"
 
 
 def approve_forget(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -94,7 +164,7 @@ def approve_forget(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         # Reading is no side effect: the node may re-run on resume.
         chain = memora.chain(user_id, action.memory_id)
         deletes = [{"memory_id": unit.id, "content": unit.content} for unit in chain]
-        if is_approval(interrupt(approval_request(action, deletes))):
+        if _asked(action, deletes):
             approved.append(action.memory_id)
             covered.update(unit.id for unit in chain)
     return {"approved_forget_ids": approved}

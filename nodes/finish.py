@@ -12,6 +12,7 @@ from agent.prompts import (
     API_ERROR_REPLY,
     EMPTY_RESPONSE_REPLY,
     FORGET_DELETED_LINE,
+    FORGET_GONE_LINE,
     FORGET_KEPT_LINE,
     FORGET_OTHER_THREADS,
     MAX_STEPS_REPLY,
@@ -32,17 +33,23 @@ from nodes.state import Context, State, StopReason
 def _forget_outcome(state: State) -> str:
     """After approvals were answered, say what happened to each requested deletion.
 
-    A deleted memory is not named: its words have just been taken out of the thread.
+    A deleted memory is not named: its words have just been taken out of the thread. One
+    approved but already gone (deleted another way while the question waited, or by this
+    approval before a crash) is said to be gone, not deleted now.
     """
     requested = state.forget_actions()
     if not requested:
         return ""
-    deleted = set(state.approved_forget_ids)
+    approved = set(state.approved_forget_ids)
+    now = approved & set(state.deleted_memory_ids)
     lines = [
-        FORGET_KEPT_LINE.format(preview=a.preview) for a in requested if a.memory_id not in deleted
+        FORGET_KEPT_LINE.format(preview=a.preview) for a in requested if a.memory_id not in approved
     ]
-    if deleted:
-        lines.insert(0, _deleted_line(len(deleted), state.scrubbed_threads))
+    if approved - now:
+        gone = len(approved - now)
+        lines.insert(0, FORGET_GONE_LINE.format(count=f" ({gone})" if gone > 1 else ""))
+    if now:
+        lines.insert(0, _deleted_line(len(now), state.scrubbed_threads))
     return "\n".join(lines)
 
 

@@ -25,17 +25,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from langchain_core.messages import AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, copy_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.types import INTERRUPT
 from langgraph.config import get_config
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
+from langgraph.types import Interrupt
 
 from agent.forgotten import Forgotten, blanked_fields, blanked_turns
 from memora.storage.sealed_threads import SealingSerializer
+from nodes.approve_forget import blanked_request
 
 logger = logging.getLogger("memora.nodes")
 T = TypeVar("T")
@@ -177,9 +181,11 @@ def blank_in_threads(
         blanked = _blanked(newest, user_id, forgotten, skip_thread)
         if blanked is not None:
             thread_id = str(newest.config["configurable"]["thread_id"])
-            saver.put(*_rewritten(saver, newest, blanked[0]))
+            saver.put(*_rewritten(saver, newest, blanked.values))
+            for task_id, interrupts in blanked.questions:
+                saver.put_writes(newest.config, [(INTERRUPT, interrupts)], task_id)
             _keep_latest(saver, thread_id)
-            changed[thread_id] = blanked[1]
+            changed[thread_id] = blanked.typed
     _rotate_keys(saver, list(changed))
     return changed
 
@@ -200,19 +206,32 @@ async def ablank_in_threads(
         blanked = _blanked(newest, user_id, forgotten, skip_thread)
         if blanked is not None:
             thread_id = str(newest.config["configurable"]["thread_id"])
-            await saver.aput(*_rewritten(saver, newest, blanked[0]))
+            await saver.aput(*_rewritten(saver, newest, blanked.values))
+            for task_id, interrupts in blanked.questions:
+                await saver.aput_writes(newest.config, [(INTERRUPT, interrupts)], task_id)
             await _akeep_latest(saver, thread_id)
-            changed[thread_id] = blanked[1]
+            changed[thread_id] = blanked.typed
     await _arotate_keys(saver, list(changed))
     return changed
 
 
+@dataclass(frozen=True)
+class _BlankedThread:
+    """What a forget rewrites in one thread's newest checkpoint."""
+
+    values: dict[str, Any]
+    """The channel values to save instead of the checkpoint's."""
+    questions: list[tuple[str, list[Any]]]
+    """Each paused question that showed the memory, blanked: (task id, its interrupts)."""
+    typed: list[str]
+    """What the user typed in the blanked turns."""
+
+
 def _blanked(
     newest: CheckpointTuple, user_id: str, forgotten: Forgotten, skip_thread: str | None
-) -> tuple[dict[str, Any], list[str]] | None:
-    """The channel values to save in a thread of ``user_id`` instead of its newest
-    checkpoint's, with what the user typed in the blanked turns; None when the thread is
-    another's, skipped, or has none of it."""
+) -> _BlankedThread | None:
+    """What to save in a thread of ``user_id`` instead of its newest checkpoint; None when
+    the thread is another's, skipped, or has none of it."""
     values = newest.checkpoint.get("channel_values") or {}
     thread_id = str(newest.config["configurable"]["thread_id"])
     if thread_id == skip_thread or values.get("owner_user_id") != user_id:
@@ -220,10 +239,31 @@ def _blanked(
     messages: list[AnyMessage] = list(values.get("messages") or [])
     blanked = {m.id: m for m in blanked_turns(messages, forgotten)}
     fields = blanked_fields(values, forgotten)
-    if not (blanked or fields):
+    questions = _blanked_questions(newest, forgotten)
+    if not (blanked or fields or questions):
         return None
     fields["messages"] = [blanked.get(m.id, m) for m in messages]
-    return fields, typed_in(messages, blanked.values())
+    return _BlankedThread(fields, questions, typed_in(messages, blanked.values()))
+
+
+def _blanked_questions(
+    newest: CheckpointTuple, forgotten: Forgotten
+) -> list[tuple[str, list[Any]]]:
+    """The thread's paused approval questions that show the memory, with its words taken
+    out (the interrupt a resumed run reads back is the one kept in the pending writes)."""
+    found = []
+    for task_id, channel, written in newest.pending_writes or []:
+        if channel != INTERRUPT or not isinstance(written, list | tuple):
+            continue
+        interrupts = [
+            replace(item, value=blanked_request(item.value, forgotten))
+            if isinstance(item, Interrupt) and isinstance(item.value, dict)
+            else item
+            for item in written
+        ]
+        if interrupts != list(written):
+            found.append((task_id, interrupts))
+    return found
 
 
 def keep_only_latest(thread_id: str | None) -> None:

@@ -68,6 +68,12 @@ def test_chat_remember_forget_with_prompt_and_resume_after_restart(tmp_path: Pat
     reopened.expect(f"Thread: {thread_id}")
     reopened.expect("Memory: .*Kaohsiung")
     reopened.expect(r"Delete this memory\? \[y/N\]: ")
+    # An answer that is not one asks again and deletes nothing meanwhile.
+    reopened.sendline("maybe later")
+    reopened.expect(r"That answer \(another word\) was not understood, so nothing was deleted")
+    reopened.expect("Memory: .*Kaohsiung")
+    reopened.expect(r"Delete this memory\? \[y/N\]: ")
+    assert "Kaohsiung" in _run(data, "memories", "list", "--json", "--user", "alice").stdout
     reopened.sendline("y")
     reopened.expect("Memory deleted.")
     reopened.expect("You: ")

@@ -21,7 +21,7 @@ from graph.builder import builder
 from memora.config import get_settings
 from memora.errors import ThreadOwnershipError
 from memora.models import utcnow
-from nodes.approve_forget import is_approval
+from nodes.approve_forget import read_answer
 from nodes.assemble_context import assemble_context
 from nodes.state import Context, State
 
@@ -135,23 +135,71 @@ def test_seed_scenarios_remember_recall_refuse_forget(agent: Any) -> None:
         ({"approve": "y"}, True),
         ("n", False),
         ("", False),
-        (None, False),
+        (" No ", False),
+        ("reject", False),
         (False, False),
         ({"approve": False}, False),
-        ("maybe", False),
-        (1, False),
+        ({"approve": "n"}, False),
         ({"decisions": [{"type": "approve"}]}, True),
         ({"decisions": [{"type": "reject", "message": "keep it"}]}, False),
         ({"decisions": [{"type": "reject"}]}, False),
-        ({"decisions": [{"type": "edit", "edited_action": {}}]}, False),
-        ({"decisions": [{"type": "approve"}, {"type": "approve"}]}, False),
-        ({"decisions": []}, False),
-        ({"decisions": "approve"}, False),
-        ({"decisions": ["approve"]}, False),
+        # Not answers: the question is asked again.
+        (None, None),
+        ("maybe", None),
+        ("yes please", None),
+        (1, None),
+        (1.0, None),
+        ([], None),
+        (["approve"], None),
+        ({"type": "approve"}, None),
+        ({"approve": True, "memory_id": "other"}, None),
+        ({"approve": 1}, None),
+        ({"decisions": [{"type": "edit", "edited_action": {}}]}, None),
+        ({"decisions": [{"type": "APPROVE"}]}, None),
+        ({"decisions": [{"type": "approve"}, {"type": "approve"}]}, None),
+        ({"decisions": [{"type": "approve"}, {"type": "reject"}]}, None),
+        ({"decisions": []}, None),
+        ({"decisions": "approve"}, None),
+        ({"decisions": ["approve"]}, None),
     ],
 )
-def test_approval_values(answer: Any, approved: bool) -> None:
-    assert is_approval(answer) is approved
+def test_approval_values(answer: Any, approved: bool | None) -> None:
+    assert read_answer(answer) is approved
+
+
+@pytest.mark.parametrize(
+    "unreadable",
+    [
+        "maybe",
+        7,
+        {"decisions": [{"type": "edit", "edited_action": {}}]},
+        {"decisions": [{"type": "approve"}, {"type": "approve"}]},
+    ],
+)
+@pytest.mark.parametrize("then", ["y", "n"])
+def test_an_answer_that_is_not_one_asks_again_and_deletes_nothing(
+    agent: Any, unreadable: Any, then: str
+) -> None:
+    _turn(agent, "t1", "Please remember that I live in Kaohsiung.")
+    _turn(agent, "t1", "Please remember that I drink oolong tea.")
+    [home] = [m for m in _store().list("alice") if "Kaohsiung" in m.content]
+    paused = _turn(agent, "t2", "Please forget that I live in Kaohsiung.")
+    [first] = paused["__interrupt__"]
+    again = _resume(agent, "t2", unreadable)
+    [retry] = again["__interrupt__"]
+    assert retry.id != first.id
+    assert _store().get("alice", home.id) is not None
+    assert (
+        "not understood" in retry.value["error"] and "nothing was deleted" in retry.value["error"]
+    )
+    [action] = retry.value["action_requests"]
+    assert action["description"].startswith(retry.value["error"])
+    assert "Kaohsiung" in action["description"] and retry.value["memory_id"] == home.id
+    assert not (isinstance(unreadable, str) and unreadable in retry.value["error"])
+    done = _resume(agent, "t2", then)
+    assert "__interrupt__" not in done
+    assert (_store().get("alice", home.id) is None) is (then == "y")
+    assert len(_store().list("alice")) == (1 if then == "y" else 2)
 
 
 def test_the_deletion_request_has_the_standard_shape_and_takes_standard_decisions(
@@ -303,7 +351,7 @@ def test_crash_between_approval_and_delete_keeps_the_approval(
     assert calls == [memory_id]
     assert retried["approved_forget_ids"] == [memory_id]
     assert retried["deleted_memory_ids"] == []  # already gone: nothing deleted twice
-    assert "Memory deleted" in retried["reply"]
+    assert retried["reply"].startswith("Memory already deleted; nothing more to delete.")
     assert _store().get("alice", memory_id) is None
 
 

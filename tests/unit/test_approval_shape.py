@@ -3,16 +3,18 @@ own types and against the test Agent Chat UI applies before it renders a review 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from langchain.agents.middleware.human_in_the_loop import HITLRequest, HITLResponse
 from pydantic import TypeAdapter
 
+from agent.forgotten import REMOVED, Forgotten, blanked_fields
 from agent.pending_actions import ForgetAction
 from graph.inspector.threads import resume_value
 from memora.errors import InvalidInput
-from nodes.approve_forget import approval_request, is_approval
+from nodes.approve_forget import approval_request, blanked_request, read_answer
 
 ACTION = ForgetAction(memory_id="m-1", preview="The user lives in Kaohsiung.", reason="asked")
 
@@ -67,7 +69,7 @@ def test_the_inspectors_answers_are_standard_decisions(
 ) -> None:
     resume = resume_value(body)
     TypeAdapter(HITLResponse).validate_python(resume, strict=True)
-    assert is_approval(resume) is approved
+    assert read_answer(resume) is approved
 
 
 @pytest.mark.parametrize(
@@ -76,3 +78,38 @@ def test_the_inspectors_answers_are_standard_decisions(
 def test_anything_else_is_refused_in_one_line(body: dict[str, Any]) -> None:
     with pytest.raises(InvalidInput, match="nothing was changed"):
         resume_value(body)
+
+
+def test_a_paused_question_loses_only_the_forgotten_memorys_words() -> None:
+    forgotten = Forgotten.of(["m-old"], ["使用者住在高雄市前鎮區"])
+    older = [
+        {"memory_id": "m-old", "content": "使用者住在高雄市前鎮區"},
+        {"memory_id": "m-1", "content": "The user lives in Kaohsiung."},
+    ]
+    asked = approval_request(ACTION, older, error="That answer (a number) was not understood")
+    blanked = blanked_request(asked, forgotten)
+    assert blanked["memory_id"] == "m-1" and blanked["preview"] == ACTION.preview
+    assert blanked["deletes"] == [{"memory_id": "m-old", "content": REMOVED}, older[1]]
+    assert "高雄市前鎮區" not in json.dumps(blanked, ensure_ascii=False)
+    assert blanked["error"] == asked["error"]
+    [action] = blanked["action_requests"]
+    assert action["description"].startswith(asked["error"]) and REMOVED in action["description"]
+    assert blanked_request(asked, Forgotten.of(["m-9"], ["The user owns a red bicycle."])) is asked
+
+
+def test_pending_actions_keep_their_questions_and_lose_the_forgotten_words() -> None:
+    forgotten = Forgotten.of(["m-old"], ["使用者住在高雄市前鎮區"])
+    remember = {
+        "type": "remember_memory",
+        "candidate": {"content": "使用者住在高雄市前鎮區，靠近捷運站", "user_message": "記住"},
+    }
+    other = {"type": "remember_memory", "candidate": {"content": "使用者會拉大提琴"}}
+    forget = {"type": "forget_memory", "memory_id": "m-old", "preview": "使用者住在高雄市前鎮區",
+              "reason": "搬家了"}  # fmt: skip
+    kept = {"type": "forget_memory", "memory_id": "m-2", "preview": "使用者喝烏龍茶", "reason": "x"}
+    fields = blanked_fields({"pending_actions": [forget, remember, other, kept]}, forgotten)
+    assert fields["pending_actions"] == [
+        {**forget, "preview": REMOVED, "reason": REMOVED},
+        other,
+        kept,
+    ]
