@@ -156,7 +156,12 @@ def _looks_like_text(decoded: str) -> bool:
 
 def _base64_payloads(text: str) -> list[str]:
     """Readable text hidden in base64 runs of ``text``."""
-    payloads = []
+    return [decoded for _, decoded in _base64_pairs(text)]
+
+
+def _base64_pairs(text: str) -> list[tuple[str, str]]:
+    """(run, the text it decodes to) for each base64 run of ``text`` that decodes to text."""
+    pairs = []
     for match in _BASE64_RE.finditer(text):
         token = match.group()
         try:
@@ -165,8 +170,8 @@ def _base64_payloads(text: str) -> list[str]:
         except (binascii.Error, UnicodeDecodeError, ValueError):
             continue
         if _looks_like_text(decoded):
-            payloads.append(decoded)
-    return payloads
+            pairs.append((token, decoded))
+    return pairs
 
 
 _SEGMENT_SPLIT_RE = re.compile(r"[:;,.!?\n\"“”「」()（）：；，。！？]+")
@@ -197,6 +202,33 @@ def decoded_forms(text: str) -> list[str]:
     if unescaped != text:
         forms.append(unescaped)
     return forms
+
+
+_MIN_DECODED_WORDS = 3
+"""Fewest words a rot13 or reversed segment must decode to before it is read as a payload."""
+
+
+def decoded_readings(text: str) -> list[str]:
+    """``text`` with each payload a decoder shows to be text put back in its place, for the
+    trained gate to read: base64 runs that decode to text, Latin segments or quotations that
+    read as English once rot13-decoded or reversed (and did not before), URL escapes.
+
+    Unlike :func:`decoded_forms`, only decodings that come out as text are kept, so ordinary
+    text in any language yields none and costs the gate no second reading.
+    """
+    readings = [text.replace(payload[0], payload[1], 1) for payload in _base64_pairs(text)]
+    quoted = [next(g for g in m.groups() if g) for m in _QUOTED_RE.finditer(text)]
+    for segment in [*_SEGMENT_SPLIT_RE.split(text), *quoted]:
+        if len(_ASCII_WORD_RE.findall(segment.lower())) < 2 or _reads_as_english(segment):
+            continue
+        for form in (codecs.encode(segment, "rot13"), segment[::-1]):
+            words = _ASCII_WORD_RE.findall(form.lower())
+            if len(words) >= _MIN_DECODED_WORDS and _reads_as_english(form):
+                readings.append(text.replace(segment, form, 1))
+    unescaped = unquote(text)
+    if unescaped != text:
+        readings.append(unescaped)
+    return readings
 
 
 def _plain_rule(text: str) -> str | None:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from memora.judgement.decisions import WEIGHTS_DIR, Judgement
 from memora.models import MemoryCandidate, MemoryScope, RejectionReason
-from memora.text.folding import fold
+from memora.text.folding import fold, strip_invisible
+from memora.write.policy.injection import decoded_readings
 
 VETOES_FILE = WEIGHTS_DIR / "vetoes.json"
 """The rules kept as vetoes, with their measured precision (written by ``memora train``)."""
@@ -92,8 +93,17 @@ def trained_verdict(
         # near-certain injection rules still veto, so only a confident reading refuses.
         label = ranked[1]
     if label == "store":
-        return None
+        return _encoded_instruction(candidate.content, judge)
     return GATE_REASONS[label], f"judge:{label}"
+
+
+def _encoded_instruction(content: str, judge: Judgement) -> tuple[RejectionReason, str] | None:
+    """The refusal of a memory that hides an instruction behind an encoding (reversed,
+    rot13, base64, URL escapes): a decoder shows the payload, the gate reads what it says."""
+    for reading in decoded_readings(strip_invisible(content)):
+        if judge.gate(reading, reading).get("instruction", 0.0) >= judge.INSTRUCTION:
+            return RejectionReason.INSTRUCTION_LIKE, "judge:encoded-instruction"
+    return None
 
 
 def secret_value_spans(text: str, judge: Judgement) -> list[tuple[int, int]]:
