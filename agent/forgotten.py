@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
@@ -72,7 +73,7 @@ def blanked_fields(values: dict[str, object], forgotten: Forgotten) -> dict[str,
 
 def _blanked_actions(actions: list[object], forgotten: Forgotten) -> list[object]:
     """Pending actions without the forgotten memory's words. A deletion waiting for its
-    answer stays, its preview and reason blanked: the answers of a paused turn are matched
+    answer stays, blanked (:func:`blanked_forget`): the answers of a paused turn are matched
     to its questions in order, so dropping one would hand its answer to the next. Any other
     action that carries the memory goes."""
     kept: list[object] = []
@@ -80,8 +81,32 @@ def _blanked_actions(actions: list[object], forgotten: Forgotten) -> list[object
         if not forgotten.in_text(_json(action)):
             kept.append(action)
         elif isinstance(action, dict) and action.get("type") == "forget_memory":
-            kept.append({**action, "preview": REMOVED, "reason": REMOVED})
+            kept.append(blanked_forget(action, forgotten))
     return kept
+
+
+def blanked_forget(fields: dict[str, Any], forgotten: Forgotten) -> dict[str, Any]:
+    """A deletion's fields (a pending action's, or its question's) without the forgotten
+    memory's words: its preview and reason if it is that memory or they quote it, and the
+    text of each version it deletes that is that memory or quotes it."""
+    named = fields.get("memory_id") in forgotten.ids
+
+    def text(value: object) -> object:
+        return REMOVED if named or forgotten.in_text(str(value or "")) else value
+
+    deletes = [
+        {**d, "content": REMOVED}
+        if d.get("memory_id") in forgotten.ids or forgotten.in_text(str(d.get("content", "")))
+        else d
+        for d in fields.get("deletes") or []
+        if isinstance(d, dict)
+    ]
+    return {
+        **fields,
+        "preview": text(fields.get("preview")),
+        "reason": text(fields.get("reason")),
+        "deletes": deletes,
+    }
 
 
 def _json(value: object) -> str:

@@ -38,6 +38,10 @@ class ForgetAction(BaseModel):
     """What the user is shown when asked to approve."""
     reason: str
     """Why the model asked, shown with the preview."""
+    deletes: list[dict[str, str]] = Field(default_factory=list)
+    """What the deletion removes, read when it was requested (``memory_id``, ``content``: it
+    and the older versions it replaced, oldest first): what the question shows and the most
+    the approval deletes. Empty in an action saved before it was kept; then read at asking."""
 
 
 PendingAction = Annotated[RememberAction | ForgetAction, Field(discriminator="type")]

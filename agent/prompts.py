@@ -91,6 +91,9 @@ FORGET_GONE_LINE = "Memory already deleted{count}; nothing more to delete."
 while the question waited, or by this approval before a crash cut the turn short."""
 FORGET_KEPT_LINE = "Memory kept (deletion not approved): {preview}"
 """One line per deletion the user did not approve."""
+FORGET_NOT_KEPT_LINE = "Memory not kept: it was already deleted another way."
+"""For a deletion the user did not approve whose memory was gone by then (not named: its
+words have been taken out of the thread)."""
 
 MEMORY_NOT_SAVED_NOTE = (
     "(Nothing from this turn was saved to memory: the memory store could not be written"

@@ -178,7 +178,15 @@ def request_forget_memory(args: RequestForgetMemoryArgs, ctx: ToolContext) -> To
             "preview": ctx.frame.quote(preview),
         },
         pending_actions=[
-            ForgetAction(memory_id=args.memory_id, preview=preview, reason=args.reason)
+            ForgetAction(
+                memory_id=args.memory_id,
+                preview=preview,
+                reason=args.reason,
+                deletes=[
+                    {"memory_id": unit.id, "content": unit.content}
+                    for unit in ctx.memora.chain(ctx.user_id, args.memory_id)
+                ],
+            )
         ],
     )
 

@@ -128,6 +128,8 @@ def _outcome(values: dict[str, Any]) -> str:
         return "Memory deleted."
     if values.get("approved_forget_ids"):
         return "Memory already deleted; nothing more to delete."
+    if values.get("gone_forget_ids"):
+        return "Memory not kept: it was already deleted another way."
     return "Memory deletion cancelled; kept."
 
 
@@ -214,8 +216,25 @@ def chat(
             )
 
 
+def _finish_cut_turn(agent: Any, memora: Memora, thread_id: str, user: str) -> None:
+    """Run to its end a turn that stopped after its approvals were answered (the process died
+    before the delete, whose checkpoint is durable): a new message would let it lapse, and
+    the user approved it."""
+    config = _config(thread_id, user)
+    snapshot = agent.get_state(config)
+    if not snapshot.next or _pending_interrupts(agent, config):
+        return
+    context = Context(user_id=user, memora=memora)
+    agent.invoke(None, config, context=context, durability="sync")
+    values = dict(agent.get_state(config).values)
+    console.print("[bold]Memora[/bold]: ", end="")
+    console.print(values.get("reply") or "", markup=False, highlight=False)
+
+
 def _converse(agent: Any, memora: Memora, thread_id: str, user: str, verbose: bool) -> None:
-    """The chat loop: a pending approval first, then one turn per line until /exit or EOF."""
+    """The chat loop: a turn cut short after its approval is finished, a pending approval is
+    asked, then one turn per line until /exit or EOF."""
+    _finish_cut_turn(agent, memora, thread_id, user)
     if _pending_interrupts(agent, _config(thread_id, user)):
         run_turn(agent, thread_id, user, None, prompt_approval, memora=memora, verbose=verbose)
     while True:

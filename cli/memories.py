@@ -163,16 +163,25 @@ def memories_forget(
         if answer not in {"y", "yes"}:
             console.print("kept")
             return
-    texts = [preview, *(unit.content for unit in memora.chain(user, memory_id))]
-    deleted = memora.forget(user, memory_id, actor="cli")
-    _report_deleted(memora, user, deleted, texts)
+    chain = memora.chain(user, memory_id)
+    threads = _blank_threads(user, [u.id for u in chain], [preview, *(u.content for u in chain)])
+    deleted = memora.forget(user, memory_id, actor="cli", only=[u.id for u in chain])
+    _report_deleted(memora, deleted, threads)
 
 
-def _report_deleted(memora: Memora, user: str, deleted: list[str], texts: list[str]) -> None:
-    """Say what a deletion removed, after taking its words out of the user's threads."""
+def _blank_threads(user: str, ids: list[str], texts: list[str]) -> int:
+    """Take a deletion's words out of the user's threads, before it is made: a forget cut
+    short (killed, a locked store) can then simply be run again, as the memory is still there
+    to name. Returns how many threads changed."""
+    if not ids:
+        return 0
     settings = get_settings()
     with open_agent(settings.data_dir, settings.database_url) as agent:
-        threads = forget_in_threads(agent, user, deleted, texts) if deleted else 0
+        return forget_in_threads(agent, user, ids, texts)
+
+
+def _report_deleted(memora: Memora, deleted: list[str], threads: int) -> None:
+    """Say what a deletion removed and from how many of the user's threads its words went."""
     console.print(f"deleted {len(deleted)} version(s)")
     if threads:
         console.print(f"removed the turns that mentioned it from {threads} conversation(s)")
@@ -213,14 +222,16 @@ def memories_approve(request_id: str, user: UserOption = "default") -> None:
     """Approve a deletion request: the memory and the older versions it replaced go."""
     memora = open_memora()
     request = next((r for r in memora.pending_forgets(user) if r.id == request_id), None)
-    texts: list[str] = []
-    if request is not None:
-        chain = memora.chain(user, request.memory_id)
-        texts = [request.preview, *(unit.content for unit in chain)]
+    if request is None:
+        raise NotFound(f"no deletion request {request_id} for this user")
+    chain = memora.chain(user, request.memory_id)
+    threads = _blank_threads(
+        user, [u.id for u in chain], [request.preview, *(u.content for u in chain)]
+    )
     deleted = memora.approve_forget(user, request_id)
     if deleted is None:
         raise NotFound(f"no deletion request {request_id} for this user")
-    _report_deleted(memora, user, deleted, texts)
+    _report_deleted(memora, deleted, threads)
 
 
 @memories_app.command("reject")

@@ -8,7 +8,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Command, Durability
 
 from memora.config import MAX_AGENT_STEPS_LIMIT
-from nodes.approve_forget import approve_forget
+from nodes.approve_forget import approve_forget, unanswered
 from nodes.assemble_context import assemble_context
 from nodes.call_model import call_model
 from nodes.commit_memory import commit_memory
@@ -64,8 +64,10 @@ def route_after_finish(state: State) -> Literal["redact_transcript", "__end__"]:
     return "__end__" if state.stop_reason == StopReason.FINAL_ANSWER else "redact_transcript"
 
 
-def route_after_approval(state: State) -> Literal["delete_memory", "finish"]:
-    """Delete only what the user approved."""
+def route_after_approval(state: State) -> Literal["approve_forget", "delete_memory", "finish"]:
+    """The next question while one waits for its answer; then delete only what was approved."""
+    if unanswered(state):
+        return "approve_forget"
     return "delete_memory" if state.approved_forget_ids else "finish"
 
 

@@ -12,7 +12,7 @@ import builtins
 import dataclasses
 import json
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import asdict
 from datetime import datetime, timedelta
 from typing import Any
@@ -50,7 +50,7 @@ from memora.write.consolidation import ConsolidationReport, Consolidator
 from memora.write.importance import ImportanceScorer, LLMImportanceScorer, RuleImportanceScorer
 from memora.write.policy import MemoryClassifier
 from memora.write.reconcile import Reconciler, default_reconciler
-from memora.write.transfer import ImportReport, backed_links, parse_import_line, renumber
+from memora.write.transfer import ImportReport, backed_links, not_held, parse_import_line, renumber
 from memora.write.write_path import WriteOutcome, WritePath
 
 __all__ = [
@@ -368,13 +368,21 @@ class Memora(ForgetApprovals):
             yield from page
             offset += len(page)
 
-    def forget(self, user_id: str, memory_id: str, *, actor: str = "user") -> builtins.list[str]:
-        """Delete a memory and the older versions it replaced; returns the deleted ids. An
-        unknown, foreign or already deleted id deletes nothing."""
+    def forget(
+        self,
+        user_id: str,
+        memory_id: str,
+        *,
+        actor: str = "user",
+        only: Collection[str] | None = None,
+    ) -> builtins.list[str]:
+        """Delete a memory and the older versions it replaced (``only``: of them, just these
+        ids); returns the deleted ids. An unknown, foreign or gone id deletes nothing."""
         validate_user_id(user_id)
         validate_memory_id(memory_id)
-        texts = [unit.content for unit in self.store.replaced(user_id, memory_id)]
-        deleted = self.store.delete(user_id, memory_id)
+        replaced = self.store.replaced(user_id, memory_id)
+        texts = [u.content for u in replaced if only is None or u.id in only]
+        deleted = self.store.delete(user_id, memory_id, only)
         if deleted:
             dropped = self.forget_requests.remove_for_memories(user_id, deleted)
             self.audit.redact_reads_of(user_id, deleted)
@@ -533,18 +541,7 @@ class Memora(ForgetApprovals):
             if unit is not None:
                 units.append(unit)
         existing = self.store.list(user_id)
-        present = {unit.id for unit in existing}
-        active_texts = {unit.content for unit in existing if unit.status is MemoryStatus.ACTIVE}
-        fresh: builtins.list[MemoryUnit] = []
-        for unit in units:
-            duplicate_text = unit.status is MemoryStatus.ACTIVE and unit.content in active_texts
-            if unit.id in present or duplicate_text:
-                report.skipped += 1
-                continue
-            present.add(unit.id)
-            if unit.status is MemoryStatus.ACTIVE:
-                active_texts.add(unit.content)
-            fresh.append(unit)
+        fresh = not_held(units, existing, report)
         fresh, report.unlinked = backed_links(fresh, {unit.id: unit for unit in existing})
         fresh = renumber(fresh, self.store.foreign_ids(user_id, [u.id for u in fresh]))
         self.ingest(fresh)

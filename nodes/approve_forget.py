@@ -14,7 +14,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from agent.forgotten import REMOVED, Forgotten
+from agent.forgotten import Forgotten, blanked_forget
 from agent.tool_schemas import REQUEST_FORGET_MEMORY
 from nodes.common import library, owned_user_id
 from nodes.state import Context, ForgetAction, State
@@ -99,41 +99,19 @@ def _standard_answer(decisions: Any) -> bool | None:
     return {"approve": True, "reject": False}.get(kind) if isinstance(kind, str) else None
 
 
-def _asked(action: ForgetAction, deletes: list[dict[str, str]]) -> bool:
-    """Ask until the answer is one; each question asked again says what was not understood
-    (resume values are matched to questions in order, so a re-run replays them all)."""
-    approved = read_answer(answer := interrupt(approval_request(action, deletes)))
-    while approved is None:
-        error = NOT_AN_ANSWER.format(kind=_kind(answer))
-        approved = read_answer(answer := interrupt(approval_request(action, deletes, error)))
-    return approved
-
-
 def blanked_request(request: dict[str, Any], forgotten: Forgotten) -> dict[str, Any]:
     """A paused question with a memory forgotten elsewhere taken out of it: the question
     stays (answers are matched to questions in order), its words about that memory go."""
     if not forgotten.in_text(json.dumps(request, ensure_ascii=False, default=str)):
         return request
-    memory_id = str(request.get("memory_id", ""))
-    gone = memory_id in forgotten.ids
-
-    def text(value: Any) -> str:
-        value = str(value or "")
-        return REMOVED if gone or forgotten.in_text(value) else value
-
+    fields = blanked_forget(request, forgotten)
     action = ForgetAction(
-        memory_id=memory_id,
-        preview=text(request.get("preview")),
-        reason=text(request.get("reason")),
+        memory_id=str(fields.get("memory_id", "")),
+        preview=str(fields["preview"] or ""),
+        reason=str(fields["reason"] or ""),
+        deletes=fields["deletes"],
     )
-    deletes = [
-        {**d, "content": REMOVED}
-        if d.get("memory_id") in forgotten.ids or forgotten.in_text(str(d.get("content")))
-        else d
-        for d in request.get("deletes") or []
-        if isinstance(d, dict)
-    ]
-    return approval_request(action, deletes, str(request.get("error", "")))
+    return approval_request(action, action.deletes, str(request.get("error", "")))
 
 
 def _kind(answer: Any) -> str:
@@ -150,21 +128,45 @@ def _kind(answer: Any) -> str:
 
 
 def approve_forget(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Interrupt once per forget action; the node re-runs on resume, so nothing happens before."""
+    """Ask about the next deletion not yet answered: one question a run, so each answer is
+    saved before the next question is put, and what happens while one waits (a forget
+    elsewhere, a review) cannot change which question a later answer is read for. The node
+    re-runs from its top on resume, so nothing happens before the interrupt."""
     user_id = owned_user_id(state, runtime)
+    actions = state.forget_actions()
+    answered = set(state.answered_forget_ids)
+    action = next((a for a in actions if a.memory_id not in answered), None)
+    if action is None:
+        return {}
+    approved = list(state.approved_forget_ids)
+    done = {"answered_forget_ids": [*state.answered_forget_ids, action.memory_id]}
+    if action.memory_id in _covered(actions, set(approved)):
+        # An older version a deletion approved above removes: asking again could only show
+        # a choice that is no longer there.
+        return {**done, "approved_forget_ids": [*approved, action.memory_id]}
     memora = library(runtime)
-    approved: list[str] = []
-    covered: set[str] = set()
-    for action in state.forget_actions():
-        if action.memory_id in covered:
-            # An older version a deletion approved above removes: asking again could only
-            # show a choice that is no longer there.
-            approved.append(action.memory_id)
-            continue
-        # Reading is no side effect: the node may re-run on resume.
-        chain = memora.chain(user_id, action.memory_id)
-        deletes = [{"memory_id": unit.id, "content": unit.content} for unit in chain]
-        if _asked(action, deletes):
-            approved.append(action.memory_id)
-            covered.update(unit.id for unit in chain)
-    return {"approved_forget_ids": approved}
+    deletes = action.deletes or [
+        {"memory_id": unit.id, "content": unit.content}
+        for unit in memora.chain(user_id, action.memory_id)
+    ]
+    answer = interrupt(approval_request(action, deletes, state.forget_retry))
+    decision = read_answer(answer)
+    if decision is None:
+        return {"forget_retry": NOT_AN_ANSWER.format(kind=_kind(answer))}
+    update: dict[str, Any] = {**done, "forget_retry": ""}
+    if decision:
+        update["approved_forget_ids"] = [*approved, action.memory_id]
+    if memora.preview(user_id, action.memory_id) is None:
+        update["gone_forget_ids"] = [*state.gone_forget_ids, action.memory_id]
+    return update
+
+
+def _covered(actions: list[ForgetAction], approved: set[str]) -> set[str]:
+    """The older versions the approved deletions remove, as their questions showed them."""
+    return {d["memory_id"] for a in actions if a.memory_id in approved for d in a.deletes}
+
+
+def unanswered(state: State) -> bool:
+    """Whether a deletion of this turn still waits for its answer."""
+    answered = set(state.answered_forget_ids)
+    return any(a.memory_id not in answered for a in state.forget_actions())

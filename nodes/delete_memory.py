@@ -10,7 +10,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from agent.forgotten import REMOVED, Forgotten, blanked_turns
+from agent.forgotten import REMOVED, Forgotten, blanked_forget, blanked_turns
 from memora.api import Memora
 from nodes.common import current_thread_id, library, owned_user_id
 from nodes.other_threads import blank_in_other_threads, report_blanked, typed_in
@@ -18,22 +18,27 @@ from nodes.state import Context, State
 
 
 def delete_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Forget each approved memory and its supersession chain, then blank the turns that
-    involved them."""
+    """Forget each approved memory and the older versions its question showed, then blank
+    the turns that involved them."""
     user_id = owned_user_id(state, runtime)
     memora = library(runtime)
-    texts = [a.preview for a in state.forget_actions() if a.memory_id in state.approved_forget_ids]
+    approved = [a for a in state.forget_actions() if a.memory_id in state.approved_forget_ids]
+    texts = [a.preview for a in approved]
     deleted: list[str] = []
-    for memory_id in state.approved_forget_ids:
-        texts += _chain_texts(memora, user_id, memory_id)
-        deleted += memora.forget(user_id, memory_id, actor="agent-approved")
+    for action in approved:
+        # What the question showed is the most that goes: a version linked to it while the
+        # question waited (a review, an import) was never asked about.
+        shown = [d["memory_id"] for d in action.deletes] or None
+        texts += [d["content"] for d in action.deletes]
+        texts += _chain_texts(memora, user_id, action.memory_id, shown)
+        deleted += memora.forget(user_id, action.memory_id, actor="agent-approved", only=shown)
     forgotten = Forgotten.of([*state.approved_forget_ids, *deleted], texts)
     thread_id = current_thread_id()
     elsewhere = blank_in_other_threads(user_id, thread_id, forgotten)
     update: dict[str, Any] = {
         "deleted_memory_ids": deleted,
         "reply": REMOVED,  # the model's answer spoke of it; finish says what was done
-        "pending_actions": _without_words(state.pending_actions, set(state.approved_forget_ids)),
+        "pending_actions": _without_words(state.pending_actions, forgotten),
         "scrubbed_threads": len(elsewhere),
     }
     blanked = blanked_turns(state.messages, forgotten)
@@ -48,16 +53,17 @@ def delete_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return update
 
 
-def _chain_texts(memora: Memora, user_id: str, memory_id: str) -> list[str]:
-    """The texts of a memory and the versions it replaced, read before they are deleted."""
-    return [unit.content for unit in memora.chain(user_id, memory_id)]
+def _chain_texts(
+    memora: Memora, user_id: str, memory_id: str, shown: list[str] | None
+) -> list[str]:
+    """The texts of a memory and the versions it replaced that go, read before the delete."""
+    chain = memora.chain(user_id, memory_id)
+    return [unit.content for unit in chain if shown is None or unit.id in shown]
 
 
-def _without_words(actions: list[dict[str, Any]], approved: set[str]) -> list[dict[str, Any]]:
-    """The pending actions with the preview and reason of approved deletions blanked."""
+def _without_words(actions: list[dict[str, Any]], forgotten: Forgotten) -> list[dict[str, Any]]:
+    """The pending actions with the deleted memories' words taken out of each deletion."""
     return [
-        {**action, "preview": REMOVED, "reason": REMOVED}
-        if action.get("memory_id") in approved
-        else action
+        blanked_forget(action, forgotten) if action.get("type") == "forget_memory" else action
         for action in actions
     ]

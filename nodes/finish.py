@@ -14,6 +14,7 @@ from agent.prompts import (
     FORGET_DELETED_LINE,
     FORGET_GONE_LINE,
     FORGET_KEPT_LINE,
+    FORGET_NOT_KEPT_LINE,
     FORGET_OTHER_THREADS,
     MAX_STEPS_REPLY,
     STEP_LIMIT_OBSERVATION,
@@ -35,15 +36,21 @@ def _forget_outcome(state: State) -> str:
 
     A deleted memory is not named: its words have just been taken out of the thread. One
     approved but already gone (deleted another way while the question waited, or by this
-    approval before a crash) is said to be gone, not deleted now.
+    approval before a crash) is said to be gone, not deleted now; one refused but gone
+    meanwhile, not kept.
     """
     requested = state.forget_actions()
     if not requested:
         return ""
     approved = set(state.approved_forget_ids)
     now = approved & set(state.deleted_memory_ids)
+    refused_gone = set(state.gone_forget_ids)
     lines = [
-        FORGET_KEPT_LINE.format(preview=a.preview) for a in requested if a.memory_id not in approved
+        FORGET_NOT_KEPT_LINE
+        if a.memory_id in refused_gone
+        else FORGET_KEPT_LINE.format(preview=a.preview)
+        for a in requested
+        if a.memory_id not in approved
     ]
     if approved - now:
         gone = len(approved - now)

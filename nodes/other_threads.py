@@ -32,12 +32,12 @@ from langchain_core.messages import AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, copy_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.serde.types import INTERRUPT
+from langgraph.checkpoint.serde.types import INTERRUPT, RESUME
 from langgraph.config import get_config
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.types import Interrupt
 
-from agent.forgotten import Forgotten, blanked_fields, blanked_turns
+from agent.forgotten import REMOVED, Forgotten, blanked_fields, blanked_turns
 from memora.storage.sealed_threads import SealingSerializer
 from nodes.approve_forget import blanked_request
 
@@ -182,8 +182,8 @@ def blank_in_threads(
         if blanked is not None:
             thread_id = str(newest.config["configurable"]["thread_id"])
             saver.put(*_rewritten(saver, newest, blanked.values))
-            for task_id, interrupts in blanked.questions:
-                saver.put_writes(newest.config, [(INTERRUPT, interrupts)], task_id)
+            for task_id, channel, written in blanked.questions:
+                saver.put_writes(newest.config, [(channel, written)], task_id)
             _keep_latest(saver, thread_id)
             changed[thread_id] = blanked.typed
     _rotate_keys(saver, list(changed))
@@ -207,8 +207,8 @@ async def ablank_in_threads(
         if blanked is not None:
             thread_id = str(newest.config["configurable"]["thread_id"])
             await saver.aput(*_rewritten(saver, newest, blanked.values))
-            for task_id, interrupts in blanked.questions:
-                await saver.aput_writes(newest.config, [(INTERRUPT, interrupts)], task_id)
+            for task_id, channel, written in blanked.questions:
+                await saver.aput_writes(newest.config, [(channel, written)], task_id)
             await _akeep_latest(saver, thread_id)
             changed[thread_id] = blanked.typed
     await _arotate_keys(saver, list(changed))
@@ -221,8 +221,9 @@ class _BlankedThread:
 
     values: dict[str, Any]
     """The channel values to save instead of the checkpoint's."""
-    questions: list[tuple[str, list[Any]]]
-    """Each paused question that showed the memory, blanked: (task id, its interrupts)."""
+    questions: list[tuple[str, str, Any]]
+    """Each pending write of a paused question that showed the memory, blanked: (task id,
+    channel, value)."""
     typed: list[str]
     """What the user typed in the blanked turns."""
 
@@ -246,24 +247,39 @@ def _blanked(
     return _BlankedThread(fields, questions, typed_in(messages, blanked.values()))
 
 
-def _blanked_questions(
-    newest: CheckpointTuple, forgotten: Forgotten
-) -> list[tuple[str, list[Any]]]:
-    """The thread's paused approval questions that show the memory, with its words taken
-    out (the interrupt a resumed run reads back is the one kept in the pending writes)."""
+def _blanked_questions(newest: CheckpointTuple, forgotten: Forgotten) -> list[tuple[str, str, Any]]:
+    """The thread's pending writes that show the memory, with its words taken out: a paused
+    approval question (the interrupt a resumed run reads back), and an answer typed to it
+    that quoted the memory (it was not an answer, and stays none)."""
     found = []
     for task_id, channel, written in newest.pending_writes or []:
-        if channel != INTERRUPT or not isinstance(written, list | tuple):
+        if channel == INTERRUPT and isinstance(written, list | tuple):
+            blanked: Any = [
+                replace(item, value=blanked_request(item.value, forgotten))
+                if isinstance(item, Interrupt) and isinstance(item.value, dict)
+                else item
+                for item in written
+            ]
+            changed = blanked != list(written)
+        elif channel == RESUME:
+            blanked = _without_quotes(written, forgotten)
+            changed = blanked != written
+        else:
             continue
-        interrupts = [
-            replace(item, value=blanked_request(item.value, forgotten))
-            if isinstance(item, Interrupt) and isinstance(item.value, dict)
-            else item
-            for item in written
-        ]
-        if interrupts != list(written):
-            found.append((task_id, interrupts))
+        if changed:
+            found.append((task_id, channel, blanked))
     return found
+
+
+def _without_quotes(value: Any, forgotten: Forgotten) -> Any:
+    """``value`` with every string in it that quotes the memory blanked."""
+    if isinstance(value, str):
+        return REMOVED if forgotten.in_text(value) else value
+    if isinstance(value, list | tuple):
+        return type(value)(_without_quotes(item, forgotten) for item in value)
+    if isinstance(value, dict):
+        return {key: _without_quotes(item, forgotten) for key, item in value.items()}
+    return value
 
 
 def keep_only_latest(thread_id: str | None) -> None:

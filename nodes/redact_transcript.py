@@ -47,7 +47,9 @@ def _own_ids(state: State, turn: list[AnyMessage]) -> frozenset[str]:
     """Ids the turn's tools carry: memory ids look like hex keys and a provider's tool-call
     ids ("call_iK2ZWeqh…") like random tokens, but they are plumbing, and a call id cut from
     the model's message no longer matches its tool's answer in the stored thread."""
-    ids = set(state.used_memory_ids) | {action.memory_id for action in state.forget_actions()}
+    ids = set(state.used_memory_ids)
+    for action in state.forget_actions():
+        ids.update([action.memory_id, *(d["memory_id"] for d in action.deletes)])
     for message in turn:
         for text in _strings(_parts(message)):
             ids.update(_MEMORY_ID.findall(text))

@@ -165,6 +165,12 @@ class Turn(TurnResult):
 
     approved_forget_ids: list[str] = field(default_factory=list)
     """Memory ids whose deletion the user approved in this turn."""
+    answered_forget_ids: list[str] = field(default_factory=list)
+    """Memory ids whose deletion question was answered (or needed none) in this turn."""
+    gone_forget_ids: list[str] = field(default_factory=list)
+    """Memory ids asked about that were already deleted another way when the answer came."""
+    forget_retry: str = ""
+    """Why the last answer to a deletion question was not one; asked again with it."""
     deleted_memory_ids: list[str] = field(default_factory=list)
     """Memory ids actually deleted in this turn (with the older versions they replaced)."""
     scrubbed_threads: int = 0

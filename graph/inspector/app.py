@@ -167,10 +167,11 @@ async def memory(inspector: Inspector, request: Request, user_id: str) -> Any:
     """One memory with its history and audit trail; DELETE forgets it and its older versions."""
     memory_id = request.path_params["memory_id"]
     if request.method == "DELETE":
-        done = await inspector.call(service.forget, user_id, memory_id)
-        texts = done.pop("texts")
-        done["threads"] = await inspector.threads.forget_words(user_id, done["deleted"], texts)
-        return done
+        # The conversations first: a forget cut short can be run again, the memory is still there.
+        words = await inspector.call(service.words_of_memory, user_id, memory_id)
+        threads = await inspector.threads.forget_words(user_id, words["ids"], words["texts"])
+        done = await inspector.call(service.forget, user_id, memory_id, words["ids"])
+        return {**done, "threads": threads}
     return await inspector.call(service.memory_detail, user_id, memory_id)
 
 
@@ -191,10 +192,15 @@ async def decide_request(inspector: Inspector, request: Request, user_id: str) -
     """Answer one deletion request made outside a conversation."""
     body = await body_of(request)
     request_id = request.path_params["request_id"]
-    done = await inspector.call(service.decide_request, user_id, request_id, body.get("decision"))
-    texts = done.pop("texts")
+    decision = body.get("decision")
+    threads = 0
+    if decision == "approve":  # the conversations first, as for a memory's own forget
+        words = await inspector.call(service.words_of_request, user_id, request_id)
+        if words["ids"]:
+            threads = await inspector.threads.forget_words(user_id, words["ids"], words["texts"])
+    done = await inspector.call(service.decide_request, user_id, request_id, decision)
     if done["deleted"]:
-        done["threads"] = await inspector.threads.forget_words(user_id, done["deleted"], texts)
+        done["threads"] = threads
     return {**done, "request_id": request_id}
 
 

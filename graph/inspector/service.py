@@ -144,19 +144,32 @@ def forget_preview(memora: Memora, user_id: str, memory_id: str) -> dict[str, An
     return {"memory_id": memory_id, "preview": preview, "deletes": [memory_json(u) for u in chain]}
 
 
-def forget(memora: Memora, user_id: str, memory_id: str) -> dict[str, Any]:
-    """Delete the memory and its older versions, as ``memora memories forget`` does; returns the
-    deleted ids and their texts (for taking them out of the conversations).
+def words_of_memory(memora: Memora, user_id: str, memory_id: str) -> dict[str, Any]:
+    """The ids and texts forgetting this memory takes out of the conversations, read before
+    it is deleted (so a forget cut short can be run again).
+
+    Raises:
+        NotFound: The id names no memory of this user.
+    """
+    validate_memory_id(memory_id)
+    chain = memora.chain(user_id, memory_id)
+    if not chain:
+        raise _missing(memory_id)
+    return {"ids": [u.id for u in chain], "texts": [u.content for u in chain]}
+
+
+def forget(memora: Memora, user_id: str, memory_id: str, shown: list[str]) -> dict[str, Any]:
+    """Delete the memory and its older versions (of them, those in ``shown``), as ``memora
+    memories forget`` does; returns the deleted ids.
 
     Raises:
         NotFound: The id names no memory of this user (or it is already deleted).
     """
     validate_memory_id(memory_id)
-    texts = [unit.content for unit in memora.chain(user_id, memory_id)]
-    deleted = memora.forget(user_id, memory_id, actor="inspector")
+    deleted = memora.forget(user_id, memory_id, actor="inspector", only=shown)
     if not deleted:
         raise _missing(memory_id)
-    return {"deleted": deleted, "texts": texts}
+    return {"deleted": deleted}
 
 
 def set_profile(memora: Memora, user_id: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -229,7 +242,14 @@ def decide_request(memora: Memora, user_id: str, request_id: str, decision: Any)
         raise NotFound(f"no deletion request {request_id} awaits your answer")
     if decision == "reject":
         memora.reject_forget(user_id, request_id)
-        return {"deleted": [], "texts": []}
+        return {"deleted": []}
+    return {"deleted": memora.approve_forget(user_id, request_id) or []}
+
+
+def words_of_request(memora: Memora, user_id: str, request_id: str) -> dict[str, Any]:
+    """:func:`words_of_memory` for a pending deletion request (none for an unknown one)."""
+    request = next((r for r in memora.pending_forgets(user_id) if r.id == request_id), None)
+    if request is None:
+        return {"ids": [], "texts": []}
     chain = memora.chain(user_id, request.memory_id)
-    texts = [request.preview, *(unit.content for unit in chain)]
-    return {"deleted": memora.approve_forget(user_id, request_id) or [], "texts": texts}
+    return {"ids": [u.id for u in chain], "texts": [request.preview, *(u.content for u in chain)]}

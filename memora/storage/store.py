@@ -25,7 +25,7 @@ import logging
 import re
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -337,14 +337,18 @@ class LongTermMemoryStore:
                 index.mark_used(ids, now)
         return touched
 
-    def delete(self, user_id: str, memory_id: str) -> list[str]:
+    def delete(
+        self, user_id: str, memory_id: str, only: Collection[str] | None = None
+    ) -> list[str]:
         """Hard-delete a memory and every older version it replaced, leaving tombstones; a
         newer version that replaced it stays (a fact of its own, kept as the user last said).
+        ``only``: of those, delete only these ids (the versions a person was shown).
 
         Idempotent: deleting an unknown, foreign or already deleted id returns [].
         """
         with self._lock:
-            chain_ids = [unit.id for unit in self.replaced(user_id, memory_id)]
+            replaced = self.replaced(user_id, memory_id)
+            chain_ids = [u.id for u in replaced if only is None or u.id in only]
             if not chain_ids:
                 return []
             bump = self.rows.delete_with_tombstones(user_id, chain_ids)

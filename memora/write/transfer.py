@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from memora.audit import AuditLog
 from memora.judgement import Judgement
 from memora.limits import MAX_IMPORT_LINE_CHARS
-from memora.models import MemoryCandidate, MemoryUnit
+from memora.models import MemoryCandidate, MemoryStatus, MemoryUnit
 from memora.storage.store import is_memory_id, is_random_id, new_memory_id
 from memora.validation import (
     InvalidInput,
@@ -147,6 +147,27 @@ def describe_bad_line(error: ValueError) -> str:
         fields = sorted({".".join(str(p) for p in item["loc"]) or "line" for item in problems})
         return "not a memory (bad fields: " + ", ".join(f[:40] for f in fields[:5]) + ")"
     return "not a memory"
+
+
+def not_held(
+    units: builtins.list[MemoryUnit], existing: builtins.list[MemoryUnit], report: ImportReport
+) -> builtins.list[MemoryUnit]:
+    """The imported units the user does not hold yet: an id already present is skipped, as is
+    an active memory whose text the user (or an earlier line) already holds as an active one;
+    each skip is counted in ``report``."""
+    present = {unit.id for unit in existing}
+    active_texts = {unit.content for unit in existing if unit.status is MemoryStatus.ACTIVE}
+    fresh: builtins.list[MemoryUnit] = []
+    for unit in units:
+        duplicate_text = unit.status is MemoryStatus.ACTIVE and unit.content in active_texts
+        if unit.id in present or duplicate_text:
+            report.skipped += 1
+            continue
+        present.add(unit.id)
+        if unit.status is MemoryStatus.ACTIVE:
+            active_texts.add(unit.content)
+        fresh.append(unit)
+    return fresh
 
 
 def backed_links(

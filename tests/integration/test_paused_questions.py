@@ -10,6 +10,10 @@ and on Postgres with a Chroma server.
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +27,8 @@ from agent.forgotten import REMOVED
 from agent.tool_schemas import REMEMBER_MEMORY, REQUEST_FORGET_MEMORY
 from graph.checkpointed import open_agent
 from memora.api import Memora
-from memora.models import MemorySource, MemoryUnit, utcnow
+from memora.config import load_settings
+from memora.models import MemorySource, MemoryStatus, MemoryUnit, utcnow
 from nodes.state import Context
 from tests.conftest import Backend
 from tests.integration.test_cli import ok, run
@@ -35,6 +40,7 @@ TEA = "The user drinks oolong tea every morning."
 CELLO = "The user plays the cello."
 NEW = "The user is learning to sail."
 USER = "alice"
+REPO = Path(__file__).resolve().parents[2]
 CONFIG = {"configurable": {"thread_id": "asked", "user_id": USER}}
 
 
@@ -87,23 +93,35 @@ def test_a_paused_question_loses_a_memory_forgotten_elsewhere_and_the_rest_holds
 ) -> None:
     root = tmp_path / "data"
     _pause(root, backend, scripted)
+    memora = Memora(backend.settings(root))
+    with open_agent(root, backend.database_url) as agent:
+        # Not an answer, and it quotes the memory: the resume value is kept in the checkpoint.
+        agent.invoke(
+            Command(resume="wait, Quokkaville? the old flat?"),
+            CONFIG,
+            context=Context(user_id=USER, memora=memora),
+        )
+        [again] = _questions(agent)
+        assert again["memory_id"] == "m-home" and "not understood" in again["error"]
+    memora.close()
     if backend.name == "sqlite":
-        assert files_containing(root, [b"Quokkaville"]) != []  # the control
+        assert files_containing(root, [b"Quokkaville", b"the old flat"]) != []  # the control
 
     forgot = ok(run(root, "memories", "forget", "m-home", "--user", USER, "--yes", **backend.env()))
     assert "from 1 conversation(s)" in forgot
 
     if backend.name == "sqlite":  # Postgres seals thread values; its key test scans for keys
-        assert files_containing(root, [b"Quokkaville"]) == []
+        assert files_containing(root, [b"Quokkaville", b"the old flat"]) == []
     memora = Memora(backend.settings(root))
     context = Context(user_id=USER, memora=memora)
     with open_agent(root, backend.database_url) as agent:
         [asked] = _questions(agent)
         assert asked["memory_id"] == "m-home" and asked["preview"] == REMOVED
         assert asked["deletes"] == [{"memory_id": "m-home", "content": REMOVED}]
-        assert "Quokkaville" not in str(asked)
+        assert "Quokkaville" not in str(asked) and "not understood" in asked["error"]
         pending = agent.get_state(CONFIG).values["pending_actions"]
         assert [a.get("memory_id") for a in pending] == ["m-home", "m-tea", None]
+        assert "Quokkaville" not in str(pending)
         assert pending[1]["preview"] == TEA and NEW in str(pending[2])
 
         # The first answer is the blanked question's; the tea is asked about on its own.
@@ -120,8 +138,15 @@ def test_a_paused_question_loses_a_memory_forgotten_elsewhere_and_the_rest_holds
     memora.close()
 
 
-def test_an_approval_of_a_memory_already_gone_does_not_say_it_deleted_it(
-    tmp_path: Path, scripted: ScriptedChatModel
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        ("y", "Memory already deleted; nothing more to delete."),
+        ("n", "Memory not kept: it was already deleted another way."),
+    ],
+)
+def test_an_answer_about_a_memory_already_gone_says_so(
+    tmp_path: Path, scripted: ScriptedChatModel, answer: str, said: str
 ) -> None:
     root = tmp_path / "data"
     backend = Backend("sqlite")
@@ -130,12 +155,183 @@ def test_an_approval_of_a_memory_already_gone_does_not_say_it_deleted_it(
     assert memora.forget(USER, "m-home") == ["m-home"]  # the library: no thread is touched
     context = Context(user_id=USER, memora=memora)
     with open_agent(root) as agent:
-        agent.invoke(Command(resume="y"), CONFIG, context=context)
+        agent.invoke(Command(resume=answer), CONFIG, context=context)
         agent.invoke(Command(resume="n"), CONFIG, context=context)
         done = agent.get_state(CONFIG).values
-    assert done["reply"].startswith("Memory already deleted; nothing more to delete.")
+    assert said in done["reply"]
     assert "Memory deleted" not in done["reply"]
+    assert "Memory kept (deletion not approved): The user lives" not in done["reply"]
     assert f"Memory kept (deletion not approved): {TEA}" in done["reply"]
     assert done["deleted_memory_ids"] == []
     assert sorted(m.content for m in memora.list(USER)) == sorted([TEA, CELLO, NEW])
+    memora.close()
+
+
+def _chain(*contents: str) -> list[MemoryUnit]:
+    """Versions of one memory, each replacing the one before (ids v0, v1, ...)."""
+    units = []
+    for i, content in enumerate(contents):
+        unit = _unit(f"v{i}", content).model_copy(
+            update={
+                "supersedes": f"v{i - 1}" if i else None,
+                "superseded_by": f"v{i + 1}" if i + 1 < len(contents) else None,
+                "status": MemoryStatus.SUPERSEDED if i + 1 < len(contents) else MemoryStatus.ACTIVE,
+            }
+        )
+        units.append(unit)
+    return units
+
+
+def _ask_four(root: Path, memora: Memora, model: ScriptedChatModel, ids: list[str]) -> None:
+    model.script += [
+        *(_call(REQUEST_FORGET_MEMORY, {"memory_id": i, "reason": "asked"}, f"c{i}") for i in ids),
+        _answer("I will ask before deleting."),
+    ]
+    with open_agent(root) as agent:
+        agent.invoke(
+            {"messages": [HumanMessage("Forget these.")]},
+            CONFIG,
+            context=Context(user_id=USER, memora=memora),
+        )
+
+
+def _answer_all(root: Path, memora: Memora, answers: dict[str, str]) -> dict[str, Any]:
+    """Answer each question by the memory it shows; returns the thread's values."""
+    context = Context(user_id=USER, memora=memora)
+    with open_agent(root) as agent:
+        while questions := _questions(agent):
+            agent.invoke(
+                Command(resume=answers[questions[0]["memory_id"]]), CONFIG, context=context
+            )
+        return dict(agent.get_state(CONFIG).values)
+
+
+def test_answers_reach_their_own_questions_when_a_chain_changes_while_they_wait(
+    tmp_path: Path, scripted: ScriptedChatModel
+) -> None:
+    """An older version an approved deletion covers is forgotten elsewhere while a later
+    question waits: the questions must not shift onto other answers."""
+    root = tmp_path / "data"
+    memora = Memora(load_settings(data_dir=root))
+    kaohsiung, tainan, taipei = (
+        "Alice lives in Kaohsiung.",
+        "Alice lives in Tainan.",
+        "Alice lives in Taipei.",
+    )
+    memora.ingest([*_chain(kaohsiung, tainan, taipei), _unit("m-kayak", "Alice owns a red kayak."),
+                   _unit("m-bassoon", "Alice plays the bassoon.")])  # fmt: skip
+    _ask_four(root, memora, scripted, ["v2", "v0", "m-kayak", "m-bassoon"])
+    partly = {"v2": "y", "m-kayak": "n"}
+    context = Context(user_id=USER, memora=memora)
+    with open_agent(root) as agent:
+        for expected in ("v2", "m-kayak"):  # v0 goes with v2: not asked
+            [question] = _questions(agent)
+            assert question["memory_id"] == expected
+            agent.invoke(Command(resume=partly[expected]), CONFIG, context=context)
+        assert [q["memory_id"] for q in _questions(agent)] == ["m-bassoon"]
+    memora.close()
+    ok(run(root, "memories", "forget", "v0", "--user", USER, "--yes"))
+
+    memora = Memora(load_settings(data_dir=root))
+    done = _answer_all(root, memora, {"m-bassoon": "y"})
+    assert sorted(done["approved_forget_ids"]) == ["m-bassoon", "v0", "v2"]
+    assert {m.id for m in memora.list(USER)} == {"m-kayak"}
+    memora.close()
+
+
+def test_a_version_linked_while_the_question_waits_is_not_deleted(
+    tmp_path: Path, scripted: ScriptedChatModel
+) -> None:
+    """A review accepted while the turn waits makes a memory the user refused to delete an
+    older version of one they approved: it must stay, and each answer its question's."""
+    root = tmp_path / "data"
+    memora = Memora(load_settings(data_dir=root))
+    flagged = _unit("m-taipei", "Alice lives in Taipei now.").model_copy(
+        update={"needs_review": True, "metadata": {"review_targets": ["m-kaohsiung"]}}
+    )
+    memora.ingest([_unit("m-kaohsiung", "Alice lives in Kaohsiung."), flagged,
+                   _unit("m-kayak", "Alice owns a red kayak."),
+                   _unit("m-bassoon", "Alice plays the bassoon.")])  # fmt: skip
+    _ask_four(root, memora, scripted, ["m-taipei", "m-kaohsiung", "m-kayak", "m-bassoon"])
+    first = {"m-taipei": "y", "m-kaohsiung": "n", "m-kayak": "y"}
+    context = Context(user_id=USER, memora=memora)
+    with open_agent(root) as agent:
+        for _ in first:
+            [question] = _questions(agent)
+            agent.invoke(Command(resume=first[question["memory_id"]]), CONFIG, context=context)
+    memora.close()
+    ok(run(root, "memories", "review", "--user", USER, input="y\n"))
+    memora = Memora(load_settings(data_dir=root))
+    assert {u.id for u in memora.chain(USER, "m-taipei")} == {"m-kaohsiung", "m-taipei"}
+
+    done = _answer_all(root, memora, {"m-bassoon": "n"})
+    assert sorted(done["deleted_memory_ids"]) == ["m-kayak", "m-taipei"]
+    assert {m.id for m in memora.list(USER)} == {"m-kaohsiung", "m-bassoon"}
+    memora.close()
+
+
+def test_a_turn_cut_short_after_its_approval_is_finished_when_the_chat_reopens(
+    tmp_path: Path, scripted: ScriptedChatModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "data"
+    _pause(root, Backend("sqlite"), scripted)
+    memora = Memora(load_settings(data_dir=root))
+
+    def power_cut(*args: Any, **kwargs: Any) -> list[str]:
+        raise OSError("power cut after the approvals, before the delete")
+
+    monkeypatch.setattr(Memora, "forget", power_cut)
+    context = Context(user_id=USER, memora=memora)
+    with open_agent(root) as agent:
+        agent.invoke(Command(resume="y"), CONFIG, context=context)
+        with pytest.raises(OSError):
+            agent.invoke(Command(resume="n"), CONFIG, context=context)
+        assert agent.get_state(CONFIG).next == ("delete_memory",)
+    monkeypatch.undo()
+    memora.close()
+
+    reopened = ok(run(root, "chat", "--user", USER, "--thread", "asked", input="/exit\n"))
+    assert "Memory deleted." in reopened
+    memora = Memora(load_settings(data_dir=root))
+    assert {m.id for m in memora.list(USER)} == {"m-tea", "m-cello", *(
+        m.id for m in memora.list(USER) if m.content == NEW)}  # fmt: skip
+    assert memora.get(USER, "m-home") is None
+    memora.close()
+
+
+KILLED_MID_REWRITE = """
+import os, signal, sys
+from langgraph.checkpoint.sqlite import SqliteSaver
+saved = SqliteSaver.put_writes
+def put_writes(self, config, writes, task_id, task_path=""):
+    if any(channel == "__interrupt__" for channel, _ in writes):
+        os.kill(os.getpid(), signal.SIGKILL)  # the thread's values are saved, its question not
+    return saved(self, config, writes, task_id, task_path)
+SqliteSaver.put_writes = put_writes
+sys.argv = ["memora", "memories", "forget", "m-home", "--user", "alice", "--yes"]
+from cli.app import main
+main()
+"""
+
+
+def test_a_forget_killed_while_it_rewrites_a_paused_thread_can_be_run_again(
+    tmp_path: Path, scripted: ScriptedChatModel
+) -> None:
+    root = tmp_path / "data"
+    _pause(root, Backend("sqlite"), scripted)
+    env = {**os.environ, "MEMORA_DATA_DIR": str(root)}
+    env = {k: v for k, v in env.items() if not k.startswith(("OPENAI_", "MEMORA_DATABASE"))}
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_MID_REWRITE], env=env, capture_output=True, cwd=REPO
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert files_containing(root, [b"Quokkaville"]) != []  # cut short: the words are still there
+
+    ok(run(root, "memories", "forget", "m-home", "--user", USER, "--yes"))
+    assert files_containing(root, [b"Quokkaville"]) == []
+    memora = Memora(load_settings(data_dir=root))
+    assert memora.get(USER, "m-home") is None
+    with open_agent(root) as agent:
+        [asked] = _questions(agent)
+        assert asked["memory_id"] == "m-home" and asked["preview"] == REMOVED
     memora.close()

@@ -104,12 +104,18 @@ def test_pending_actions_keep_their_questions_and_lose_the_forgotten_words() -> 
         "candidate": {"content": "使用者住在高雄市前鎮區，靠近捷運站", "user_message": "記住"},
     }
     other = {"type": "remember_memory", "candidate": {"content": "使用者會拉大提琴"}}
+    shown = [{"memory_id": "m-old", "content": "使用者住在高雄市前鎮區"}]
     forget = {"type": "forget_memory", "memory_id": "m-old", "preview": "使用者住在高雄市前鎮區",
-              "reason": "搬家了"}  # fmt: skip
+              "reason": "搬家了", "deletes": shown}  # fmt: skip
+    moved = {"memory_id": "m-new", "content": "使用者搬到台北了"}
+    newer = {"type": "forget_memory", "memory_id": "m-new", "preview": "使用者搬到台北了",
+             "reason": "x", "deletes": [*shown, moved]}  # fmt: skip
     kept = {"type": "forget_memory", "memory_id": "m-2", "preview": "使用者喝烏龍茶", "reason": "x"}
-    fields = blanked_fields({"pending_actions": [forget, remember, other, kept]}, forgotten)
+    fields = blanked_fields({"pending_actions": [forget, remember, other, newer, kept]}, forgotten)
     assert fields["pending_actions"] == [
-        {**forget, "preview": REMOVED, "reason": REMOVED},
+        {**forget, "preview": REMOVED, "reason": REMOVED, "deletes": [
+            {"memory_id": "m-old", "content": REMOVED}]},
         other,
+        {**newer, "deletes": [{"memory_id": "m-old", "content": REMOVED}, moved]},
         kept,
-    ]
+    ]  # fmt: skip
