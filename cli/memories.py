@@ -155,7 +155,8 @@ def memories_forget(
     if preview is None:
         raise _missing(memory_id)
     console.print(f"Memory: {preview}", markup=False, highlight=False)
-    for unit in memora.chain(user, memory_id):
+    chain = memora.chain(user, memory_id)  # what is shown is the most that goes
+    for unit in chain:
         if unit.id != memory_id:
             console.print(f"Also deletes this older version: {unit.content}", markup=False)
     if not yes:
@@ -163,7 +164,6 @@ def memories_forget(
         if answer not in {"y", "yes"}:
             console.print("kept")
             return
-    chain = memora.chain(user, memory_id)
     threads = _blank_threads(user, [u.id for u in chain], [preview, *(u.content for u in chain)])
     deleted = memora.forget(user, memory_id, actor="cli", only=[u.id for u in chain])
     _report_deleted(memora, deleted, threads)

@@ -145,11 +145,7 @@ def approve_forget(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         # a choice that is no longer there.
         return {**done, "approved_forget_ids": [*approved, action.memory_id]}
     memora = library(runtime)
-    deletes = action.deletes or [
-        {"memory_id": unit.id, "content": unit.content}
-        for unit in memora.chain(user_id, action.memory_id)
-    ]
-    answer = interrupt(approval_request(action, deletes, state.forget_retry))
+    answer = interrupt(approval_request(action, shown_deletes(action, state), state.forget_retry))
     decision = read_answer(answer)
     if decision is None:
         return {"forget_retry": NOT_AN_ANSWER.format(kind=_kind(answer))}
@@ -159,6 +155,17 @@ def approve_forget(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if memora.preview(user_id, action.memory_id) is None:
         update["gone_forget_ids"] = [*state.gone_forget_ids, action.memory_id]
     return update
+
+
+def shown_deletes(action: ForgetAction, state: State) -> list[dict[str, str]]:
+    """What approving this deletion removes, as its question shows it: the versions read when
+    it was requested, less any the user has refused to delete in this turn. An action saved
+    before those were kept shows (and removes) the memory alone."""
+    refused = set(state.answered_forget_ids) - set(state.approved_forget_ids)
+    deletes = action.deletes or [{"memory_id": action.memory_id, "content": action.preview}]
+    return [
+        d for d in deletes if d["memory_id"] == action.memory_id or d["memory_id"] not in refused
+    ]
 
 
 def _covered(actions: list[ForgetAction], approved: set[str]) -> set[str]:

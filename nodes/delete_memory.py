@@ -12,6 +12,7 @@ from langgraph.runtime import Runtime
 
 from agent.forgotten import REMOVED, Forgotten, blanked_forget, blanked_turns
 from memora.api import Memora
+from nodes.approve_forget import shown_deletes
 from nodes.common import current_thread_id, library, owned_user_id
 from nodes.other_threads import blank_in_other_threads, report_blanked, typed_in
 from nodes.state import Context, State
@@ -28,10 +29,12 @@ def delete_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     for action in approved:
         # What the question showed is the most that goes: a version linked to it while the
         # question waited (a review, an import) was never asked about.
-        shown = [d["memory_id"] for d in action.deletes] or None
-        texts += [d["content"] for d in action.deletes]
-        texts += _chain_texts(memora, user_id, action.memory_id, shown)
-        deleted += memora.forget(user_id, action.memory_id, actor="agent-approved", only=shown)
+        shown = shown_deletes(action, state)
+        ids = [d["memory_id"] for d in shown]
+        texts += [d["content"] for d in shown] + _chain_texts(
+            memora, user_id, action.memory_id, ids
+        )
+        deleted += memora.forget(user_id, action.memory_id, actor="agent-approved", only=ids)
     forgotten = Forgotten.of([*state.approved_forget_ids, *deleted], texts)
     thread_id = current_thread_id()
     elsewhere = blank_in_other_threads(user_id, thread_id, forgotten)
@@ -53,12 +56,9 @@ def delete_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return update
 
 
-def _chain_texts(
-    memora: Memora, user_id: str, memory_id: str, shown: list[str] | None
-) -> list[str]:
+def _chain_texts(memora: Memora, user_id: str, memory_id: str, shown: list[str]) -> list[str]:
     """The texts of a memory and the versions it replaced that go, read before the delete."""
-    chain = memora.chain(user_id, memory_id)
-    return [unit.content for unit in chain if shown is None or unit.id in shown]
+    return [unit.content for unit in memora.chain(user_id, memory_id) if unit.id in shown]
 
 
 def _without_words(actions: list[dict[str, Any]], forgotten: Forgotten) -> list[dict[str, Any]]:

@@ -168,7 +168,10 @@ async def memory(inspector: Inspector, request: Request, user_id: str) -> Any:
     memory_id = request.path_params["memory_id"]
     if request.method == "DELETE":
         # The conversations first: a forget cut short can be run again, the memory is still there.
-        words = await inspector.call(service.words_of_memory, user_id, memory_id)
+        # ?versions=: the ids the confirmation listed, the most that may go.
+        listed = request.query_params.get("versions")
+        shown = None if listed is None else [v for v in listed.split(",") if v]
+        words = await inspector.call(service.words_of_memory, user_id, memory_id, shown)
         threads = await inspector.threads.forget_words(user_id, words["ids"], words["texts"])
         done = await inspector.call(service.forget, user_id, memory_id, words["ids"])
         return {**done, "threads": threads}

@@ -144,15 +144,21 @@ def forget_preview(memora: Memora, user_id: str, memory_id: str) -> dict[str, An
     return {"memory_id": memory_id, "preview": preview, "deletes": [memory_json(u) for u in chain]}
 
 
-def words_of_memory(memora: Memora, user_id: str, memory_id: str) -> dict[str, Any]:
-    """The ids and texts forgetting this memory takes out of the conversations, read before
-    it is deleted (so a forget cut short can be run again).
+def words_of_memory(
+    memora: Memora, user_id: str, memory_id: str, shown: list[str] | None = None
+) -> dict[str, Any]:
+    """The ids and texts forgetting this memory deletes and takes out of the conversations,
+    read before it is deleted (so a forget cut short can be run again); with ``shown`` (the
+    versions a confirmation listed), only those of them.
 
     Raises:
         NotFound: The id names no memory of this user.
+        InvalidInput: ``shown`` leaves out the memory itself.
     """
     validate_memory_id(memory_id)
-    chain = memora.chain(user_id, memory_id)
+    if shown is not None and memory_id not in shown:
+        raise InvalidInput("versions must list the memory itself; nothing was deleted")
+    chain = [u for u in memora.chain(user_id, memory_id) if shown is None or u.id in shown]
     if not chain:
         raise _missing(memory_id)
     return {"ids": [u.id for u in chain], "texts": [u.content for u in chain]}

@@ -19,7 +19,7 @@ from graph.inspector.threads import LocalThreads
 from memora.api import Memora
 from memora.config import load_settings
 from memora.identity import TokenVerifier
-from memora.models import MemorySource
+from memora.models import MemorySource, MemoryUnit
 from tests.e2e.inspector_seed import seed_local
 
 SECRET = "inspector-api-test-secret-0123456789abcdef"
@@ -240,3 +240,25 @@ def test_a_request_on_the_approvals_page_names_the_older_versions_it_deletes(
     [item] = [i for i in client.get("/ui/api/approvals").json()["pending"] if "request_id" in i]
     assert item["also_deletes"] == ["I work at Acme."]  # not the newer Initech
     assert client.get(f"/ui/api/memories/{third}").json()["chain"]  # the history stays whole
+
+
+def test_the_forget_button_deletes_only_the_versions_its_confirmation_listed(
+    local: tuple[TestClient, Memora],
+) -> None:
+    client, memora = local
+    memora.ingest([
+        MemoryUnit(id="m-old", user_id="alice", content="I live in Kaohsiung.",
+                   source=MemorySource(actor="test")),
+        MemoryUnit(id="m-new", user_id="alice", content="I live in Taipei now.",
+                   source=MemorySource(actor="test"), needs_review=True,
+                   metadata={"review_targets": ["m-old"]}),
+    ])  # fmt: skip
+    listed = [m["id"] for m in client.get("/ui/api/memories/m-new/forget").json()["deletes"]]
+    assert listed == ["m-new"]
+    assert memora.resolve_review("alice", "m-new", accept=True)  # linked while the dialog is open
+    assert {u.id for u in memora.chain("alice", "m-new")} == {"m-old", "m-new"}
+    refused = client.delete("/ui/api/memories/m-new?versions=m-old")
+    assert _one_line(refused, 422).startswith("versions must list the memory itself")
+    done = client.delete("/ui/api/memories/m-new?versions=" + ",".join(listed)).json()
+    assert done["deleted"] == ["m-new"]
+    assert memora.get("alice", "m-old") is not None

@@ -167,6 +167,13 @@ def test_an_answer_about_a_memory_already_gone_says_so(
     memora.close()
 
 
+def _flagged(memory_id: str, content: str, replacing: str) -> MemoryUnit:
+    """A memory waiting for review as the newer version of ``replacing``."""
+    return _unit(memory_id, content).model_copy(
+        update={"needs_review": True, "metadata": {"review_targets": [replacing]}}
+    )
+
+
 def _chain(*contents: str) -> list[MemoryUnit]:
     """Versions of one memory, each replacing the one before (ids v0, v1, ...)."""
     units = []
@@ -246,9 +253,7 @@ def test_a_version_linked_while_the_question_waits_is_not_deleted(
     older version of one they approved: it must stay, and each answer its question's."""
     root = tmp_path / "data"
     memora = Memora(load_settings(data_dir=root))
-    flagged = _unit("m-taipei", "Alice lives in Taipei now.").model_copy(
-        update={"needs_review": True, "metadata": {"review_targets": ["m-kaohsiung"]}}
-    )
+    flagged = _flagged("m-taipei", "Alice lives in Taipei now.", replacing="m-kaohsiung")
     memora.ingest([_unit("m-kaohsiung", "Alice lives in Kaohsiung."), flagged,
                    _unit("m-kayak", "Alice owns a red kayak."),
                    _unit("m-bassoon", "Alice plays the bassoon.")])  # fmt: skip
@@ -334,4 +339,56 @@ def test_a_forget_killed_while_it_rewrites_a_paused_thread_can_be_run_again(
     with open_agent(root) as agent:
         [asked] = _questions(agent)
         assert asked["memory_id"] == "m-home" and asked["preview"] == REMOVED
+    memora.close()
+
+
+def test_a_version_the_user_refused_is_not_deleted_with_a_newer_one(
+    tmp_path: Path, scripted: ScriptedChatModel
+) -> None:
+    root = tmp_path / "data"
+    memora = Memora(load_settings(data_dir=root))
+    memora.ingest(_chain("Alice lives in Tainan.", "Alice lives in Taipei."))
+    _ask_four(root, memora, scripted, ["v0", "v1"])
+    context = Context(user_id=USER, memora=memora)
+    with open_agent(root) as agent:
+        agent.invoke(Command(resume="n"), CONFIG, context=context)  # keep Tainan
+        [newer] = _questions(agent)
+        assert (
+            newer["memory_id"] == "v1"
+            and "Tainan" not in newer["action_requests"][0]["description"]
+        )
+        assert [d["memory_id"] for d in newer["deletes"]] == ["v1"]
+        agent.invoke(Command(resume="y"), CONFIG, context=context)
+        done = agent.get_state(CONFIG).values
+    assert done["deleted_memory_ids"] == ["v1"]
+    assert [m.id for m in memora.list(USER)] == ["v0"]
+    assert "Memory kept (deletion not approved): Alice lives in Tainan." in done["reply"]
+    memora.close()
+
+
+def test_the_command_line_deletes_only_what_its_prompt_listed(
+    tmp_path: Path, scripted: ScriptedChatModel
+) -> None:
+    import pexpect
+
+    root = tmp_path / "data"
+    memora = Memora(load_settings(data_dir=root))
+    flagged = _flagged("m-taipei", "Alice lives in Taipei now.", replacing="m-kaohsiung")
+    memora.ingest([_unit("m-kaohsiung", "Alice lives in Kaohsiung."), flagged])
+    memora.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MEMORA_"))}
+    env.update(MEMORA_DATA_DIR=str(root), TERM="dumb", NO_COLOR="1")
+    memora_cli = str(Path(sys.executable).with_name("memora"))
+    prompt = pexpect.spawn(
+        memora_cli, ["memories", "forget", "m-taipei", "--user", USER],
+        env=env, encoding="utf-8", timeout=60,
+    )  # fmt: skip
+    prompt.expect(r"Delete this memory\? \[y/N\]: ")
+    assert "Kaohsiung" not in str(prompt.before)
+    ok(run(root, "memories", "review", "--user", USER, input="y\n"))  # linked meanwhile
+    prompt.sendline("y")
+    prompt.expect("deleted 1 version")
+    prompt.expect(pexpect.EOF)
+    memora = Memora(load_settings(data_dir=root))
+    assert [m.id for m in memora.list(USER)] == ["m-kaohsiung"]
     memora.close()

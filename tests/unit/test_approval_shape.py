@@ -119,3 +119,20 @@ def test_pending_actions_keep_their_questions_and_lose_the_forgotten_words() -> 
         {**newer, "deletes": [{"memory_id": "m-old", "content": REMOVED}, moved]},
         kept,
     ]  # fmt: skip
+
+
+def test_a_deletion_shows_what_it_removes_less_what_the_user_refused() -> None:
+    from nodes.approve_forget import shown_deletes
+    from nodes.state import State
+
+    older = {"memory_id": "m-0", "content": "The user lives in Tainan."}
+    newer = ForgetAction(
+        memory_id="m-1", preview=ACTION.preview, reason="asked",
+        deletes=[older, {"memory_id": "m-1", "content": ACTION.preview}],
+    )  # fmt: skip
+    asked = State(answered_forget_ids=["m-0"], approved_forget_ids=[])
+    assert [d["memory_id"] for d in shown_deletes(newer, asked)] == ["m-1"]
+    approved = State(answered_forget_ids=["m-0"], approved_forget_ids=["m-0"])
+    assert [d["memory_id"] for d in shown_deletes(newer, approved)] == ["m-0", "m-1"]
+    # Saved before the versions were kept: the memory alone, never a chain read later.
+    assert shown_deletes(ACTION, State()) == [{"memory_id": "m-1", "content": ACTION.preview}]

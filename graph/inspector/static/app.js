@@ -6,7 +6,7 @@ const TOKEN_KEY = "memora.inspector.token";
 // Without authentication a server trusts the user a client names, as its graph runs do.
 const USER_KEY = "memora.inspector.user";
 const $ = (id) => document.getElementById(id);
-const state = { user: null, auth: false, current: null };
+const state = { user: null, auth: false, current: null, shown: [] };
 
 function token() { return sessionStorage.getItem(TOKEN_KEY) || ""; }
 
@@ -261,13 +261,16 @@ async function openForget(memoryId) {
     const count = data.deletes.length;
     $("forget-confirm").textContent = count === 1 ? "Delete 1 memory" : `Delete ${count} memories`;
     state.current = memoryId;
+    state.shown = data.deletes.map((memory) => memory.id);  // the most the button deletes
     show("forget");
   } catch (error) { showError(error); }
 }
 
 $("forget-confirm").addEventListener("click", async () => {
   try {
-    const data = await api("/memories/" + encodeURIComponent(state.current), { method: "DELETE" });
+    const versions = encodeURIComponent(state.shown.join(","));
+    const data = await api("/memories/" + encodeURIComponent(state.current) + "?versions=" + versions,
+      { method: "DELETE" });
     show("memories");
     await loadMemories();
     notify(`Deleted ${data.deleted.length} ${data.deleted.length === 1 ? "memory" : "memories"}.`);
