@@ -44,7 +44,9 @@ def test_queries_naming_a_forgotten_memory_leave_the_audit_found_or_not(
 ) -> None:
     root = tmp_path / "data"
     memora = Memora(backend.settings(root))
-    memora.add("alice", "My favourite tea is oolong")
+    # Words no other test uses: the process's heap holds other tests' texts, and Chroma can
+    # write stray heap bytes into its files (README, "One file Memora cannot keep clean").
+    memora.add("alice", "My favourite tea is Qimen hongcha")
     memora.add("bob", "My neighbour Chen Wei fixes bikes")
     # Asked before the memory existed, and with a bar nothing clears: both found nothing.
     memora.search("alice", "Where does Chen Wei live?")
@@ -52,7 +54,7 @@ def test_queries_naming_a_forgotten_memory_leave_the_audit_found_or_not(
     assert memora.search("alice", "my ex-husband in Taichung", min_score=0.999) == []
     found = memora.search("alice", "Who lives in Taichung?")
     assert memory_id in [hit.memory.id for hit in found]
-    memora.search("alice", "favourite tea")
+    memora.search("alice", "my Qimen tea")
     memora.search("bob", "Chen Wei")
     # The control: the audit held them (on Postgres sealed: no table holds them plain).
     assert "Who lives in Taichung?" in _queries(memora, "alice")
@@ -61,12 +63,12 @@ def test_queries_naming_a_forgotten_memory_leave_the_audit_found_or_not(
     assert memora.forget("alice", memory_id) == [memory_id]
     queries = _queries(memora, "alice")
     assert queries.count(REDACTED) == 3
-    assert "favourite tea" in queries  # a query that does not name it stays
+    assert "my Qimen tea" in queries  # a query that does not name it stays
     assert "Chen Wei" in _queries(memora, "bob")  # another user's audit is theirs
     memora.forget("bob", memora.list("bob")[0].id)
     assert _held(root, backend, NEEDLES) == []
 
-    memora.search("alice", "oolong tea")
+    memora.search("alice", "Qimen hongcha")
     memora.erase_user("alice")
-    assert _held(root, backend, [b"oolong", b"favourite tea"]) == []
+    assert _held(root, backend, [b"Qimen", b"hongcha"]) == []
     memora.close()

@@ -381,8 +381,9 @@ def test_the_command_line_deletes_only_what_its_prompt_listed(
     memora_cli = str(Path(sys.executable).with_name("memora"))
     prompt = pexpect.spawn(
         memora_cli, ["memories", "forget", "m-taipei", "--user", USER],
-        env=env, encoding="utf-8", timeout=60,
+        env=env, encoding="utf-8", timeout=60, use_poll=True,
     )  # fmt: skip
+    # use_poll: late in a run the test process's descriptors pass select()'s limit of 1024.
     prompt.expect(r"Delete this memory\? \[y/N\]: ")
     assert "Kaohsiung" not in str(prompt.before)
     ok(run(root, "memories", "review", "--user", USER, input="y\n"))  # linked meanwhile
