@@ -17,6 +17,7 @@ from langgraph.types import Command
 from rich.markup import escape
 
 from agent.chat_models import describe_model
+from agent.prompts import FORGET_GONE_LINE, FORGET_NOT_KEPT_LINE
 from cli.console import UserOption, console, errors, id_table, status_style
 from cli.library import open_memora
 from graph.builder import durability_for
@@ -127,9 +128,9 @@ def _outcome(values: dict[str, Any]) -> str:
     if values.get("deleted_memory_ids"):
         return "Memory deleted."
     if values.get("approved_forget_ids"):
-        return "Memory already deleted; nothing more to delete."
+        return FORGET_GONE_LINE.format(count="")
     if values.get("gone_forget_ids"):
-        return "Memory not kept: it was already deleted another way."
+        return FORGET_NOT_KEPT_LINE
     return "Memory deletion cancelled; kept."
 
 

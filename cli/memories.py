@@ -164,8 +164,9 @@ def memories_forget(
         if answer not in {"y", "yes"}:
             console.print("kept")
             return
-    threads = _blank_threads(user, [u.id for u in chain], [preview, *(u.content for u in chain)])
-    deleted = memora.forget(user, memory_id, actor="cli", only=[u.id for u in chain])
+    ids = [u.id for u in chain]
+    threads = _blank_threads(user, ids, [preview, *(u.content for u in chain)])
+    deleted = memora.forget(user, memory_id, actor="cli", only=ids)
     _report_deleted(memora, deleted, threads)
 
 

@@ -8,7 +8,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Command, Durability
 
 from memora.config import MAX_AGENT_STEPS_LIMIT
-from nodes.approve_forget import approve_forget, unanswered
+from nodes.approve_forget import approve_forget, next_unanswered
 from nodes.assemble_context import assemble_context
 from nodes.call_model import call_model
 from nodes.commit_memory import commit_memory
@@ -66,7 +66,7 @@ def route_after_finish(state: State) -> Literal["redact_transcript", "__end__"]:
 
 def route_after_approval(state: State) -> Literal["approve_forget", "delete_memory", "finish"]:
     """The next question while one waits for its answer; then delete only what was approved."""
-    if unanswered(state):
+    if next_unanswered(state) is not None:
         return "approve_forget"
     return "delete_memory" if state.approved_forget_ids else "finish"
 

@@ -133,11 +133,10 @@ def approve_forget(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     elsewhere, a review) cannot change which question a later answer is read for. The node
     re-runs from its top on resume, so nothing happens before the interrupt."""
     user_id = owned_user_id(state, runtime)
-    actions = state.forget_actions()
-    answered = set(state.answered_forget_ids)
-    action = next((a for a in actions if a.memory_id not in answered), None)
+    action = next_unanswered(state)
     if action is None:
         return {}
+    actions = state.forget_actions()
     approved = list(state.approved_forget_ids)
     done = {"answered_forget_ids": [*state.answered_forget_ids, action.memory_id]}
     if action.memory_id in _covered(actions, set(approved)):
@@ -173,7 +172,7 @@ def _covered(actions: list[ForgetAction], approved: set[str]) -> set[str]:
     return {d["memory_id"] for a in actions if a.memory_id in approved for d in a.deletes}
 
 
-def unanswered(state: State) -> bool:
-    """Whether a deletion of this turn still waits for its answer."""
+def next_unanswered(state: State) -> ForgetAction | None:
+    """The first deletion of this turn still waiting for its answer, if any."""
     answered = set(state.answered_forget_ids)
-    return any(a.memory_id not in answered for a in state.forget_actions())
+    return next((a for a in state.forget_actions() if a.memory_id not in answered), None)

@@ -11,7 +11,6 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.forgotten import REMOVED, Forgotten, blanked_forget, blanked_turns
-from memora.api import Memora
 from nodes.approve_forget import shown_deletes
 from nodes.common import current_thread_id, library, owned_user_id
 from nodes.other_threads import blank_in_other_threads, report_blanked, typed_in
@@ -29,11 +28,10 @@ def delete_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     for action in approved:
         # What the question showed is the most that goes: a version linked to it while the
         # question waited (a review, an import) was never asked about.
+        # Their texts were read when the deletion was requested: the store is not read again.
         shown = shown_deletes(action, state)
+        texts += [d["content"] for d in shown]
         ids = [d["memory_id"] for d in shown]
-        texts += [d["content"] for d in shown] + _chain_texts(
-            memora, user_id, action.memory_id, ids
-        )
         deleted += memora.forget(user_id, action.memory_id, actor="agent-approved", only=ids)
     forgotten = Forgotten.of([*state.approved_forget_ids, *deleted], texts)
     thread_id = current_thread_id()
@@ -54,11 +52,6 @@ def delete_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if state.summary and forgotten.in_text(state.summary):
         update["summary"] = ""
     return update
-
-
-def _chain_texts(memora: Memora, user_id: str, memory_id: str, shown: list[str]) -> list[str]:
-    """The texts of a memory and the versions it replaced that go, read before the delete."""
-    return [unit.content for unit in memora.chain(user_id, memory_id) if unit.id in shown]
 
 
 def _without_words(actions: list[dict[str, Any]], forgotten: Forgotten) -> list[dict[str, Any]]:
